@@ -1,0 +1,1 @@
+//! Pulsar client layer (magnetar-driver), see docs/adr/0001-pulsar-client.md.
