@@ -1,1 +1,205 @@
-fn main() {}
+//! `cargo xtask <task>`: the project's tasks. See `cargo xtask --help`.
+
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use xtask::broker::{self, BrokerInfo, Profile, StartOptions};
+use xtask::{paths, python};
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "pulsar-connect project tasks")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// A real Apache Pulsar broker (from Maven Central) for tests and the demo.
+    Broker {
+        #[command(subcommand)]
+        action: BrokerAction,
+    },
+    /// Create `.venv` with the official Python `pulsar-client` for the interop tests.
+    Venv,
+    /// Run the whole test suite: venv, broker (started and stopped if none is up), `cargo test`.
+    Test(TestArgs),
+    /// Run the demo end to end against a local real Pulsar (started if none is given).
+    Demo,
+}
+
+#[derive(Debug, Subcommand)]
+enum BrokerAction {
+    /// Start the broker in the background and wait until it is healthy.
+    Start(ProfileArgs),
+    /// Stop the broker cleanly.
+    Stop(ProfileArgs),
+    /// Say whether the broker is up (exit code 0) or not (1), and where.
+    Status(ProfileArgs),
+    /// Stop and start again with the same ports and data.
+    Restart(ProfileArgs),
+}
+
+#[derive(Debug, Args)]
+struct ProfileArgs {
+    /// `token` starts a second broker with token authentication (its admin token is in
+    /// target/pulsar/token/admin.token).
+    #[arg(long, value_enum, default_value = "none")]
+    auth: Auth,
+    /// Delete the broker's data first (start only).
+    #[arg(long)]
+    wipe: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Auth {
+    None,
+    Token,
+}
+
+impl ProfileArgs {
+    fn profile(&self) -> Profile {
+        match self.auth {
+            Auth::None => Profile::Default,
+            Auth::Token => Profile::Token,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct TestArgs {
+    /// Extra arguments for `cargo test` (after `--`).
+    #[arg(last = true)]
+    cargo_args: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.task {
+        Task::Broker { action } => broker_task(action),
+        Task::Venv => {
+            let py = python::ensure_venv()?;
+            println!("{}", py.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Test(args) => test(args),
+        Task::Demo => demo(),
+    }
+}
+
+fn broker_task(action: BrokerAction) -> Result<ExitCode> {
+    match action {
+        BrokerAction::Start(args) => {
+            let opts = StartOptions { wipe: args.wipe, ..StartOptions::new(args.profile()) };
+            let info = broker::start(&opts)?;
+            print_info(&info);
+        }
+        BrokerAction::Stop(args) => {
+            if !broker::stop(args.profile())? {
+                println!("broker ({}) was not running", args.profile().name());
+            }
+        }
+        BrokerAction::Status(args) => {
+            return Ok(match BrokerInfo::load(args.profile()) {
+                Some(info) if info.is_healthy() => {
+                    println!("up");
+                    print_info(&info);
+                    ExitCode::SUCCESS
+                }
+                Some(info) if broker::process_alive(info.pid) => {
+                    println!("starting or unhealthy (pid {}); log: {}", info.pid, info.log_file.display());
+                    ExitCode::FAILURE
+                }
+                _ => {
+                    println!("down");
+                    ExitCode::FAILURE
+                }
+            });
+        }
+        BrokerAction::Restart(args) => {
+            let info = broker::restart(args.profile())?;
+            print_info(&info);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_info(info: &BrokerInfo) {
+    println!("profile:      {}", info.profile.name());
+    println!("service URL:  {}", info.service_url);
+    println!("admin URL:    {}", info.admin_url);
+    println!("pid:          {}", info.pid);
+    if let Some(kib) = broker::rss_kib(info.pid) {
+        println!("memory (RSS): {} MiB", kib / 1024);
+    }
+    println!("start-up:     {:.1}s", info.startup_seconds);
+    println!("log:          {}", info.log_file.display());
+    if let Some(token) = &info.admin_token_file {
+        println!("admin token:  {} (not printed)", token.display());
+    }
+}
+
+/// Starts the default broker unless one is given by `PULSAR_SERVICE_URL` or already up.
+/// Returns whether this call started it (and so should stop it).
+fn ensure_broker() -> Result<bool> {
+    if std::env::var_os("PULSAR_SERVICE_URL").is_some() {
+        return Ok(false);
+    }
+    if BrokerInfo::load(Profile::Default).is_some_and(|i| i.is_healthy()) {
+        return Ok(false);
+    }
+    broker::start(&StartOptions::new(Profile::Default))?;
+    Ok(true)
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn test(args: TestArgs) -> Result<ExitCode> {
+    let python = python::ensure_venv()?;
+    let started = ensure_broker()?;
+    let status = cargo()
+        .current_dir(paths::workspace_root())
+        .args(["test", "--release", "--workspace"])
+        .args(&args.cargo_args)
+        .env("PULSAR_CONNECT_PYTHON", &python)
+        .status()
+        .context("running cargo test");
+    if started {
+        broker::stop(Profile::Default)?;
+    }
+    let status = status?;
+    if !status.success() {
+        bail!("cargo test failed ({status})");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo() -> Result<ExitCode> {
+    ensure_broker()?;
+    let service_url = match std::env::var("PULSAR_SERVICE_URL") {
+        Ok(url) => url,
+        Err(_) => BrokerInfo::load(Profile::Default).context("no broker.json after start")?.service_url,
+    };
+    let status = cargo()
+        .current_dir(paths::workspace_root())
+        .args(["run", "--quiet", "--release", "-p", "pulsar-connect", "--example", "pulsar_roundtrip", "--"])
+        .arg(&service_url)
+        .status()
+        .context("running the demo")?;
+    if !status.success() {
+        bail!("the demo failed ({status})");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,1 +1,12 @@
-//! Pulsar client layer (magnetar-driver), see docs/adr/0001-pulsar-client.md.
+//! The Pulsar client layer, on `magnetar-driver` (see `docs/adr/0001-pulsar-client.md`).
+//!
+//! Everything the connectors need from the client goes through here: connecting with authentication and
+//! reconnect supervision ([`client`]), and message ids in the forms users and checkpoints use
+//! ([`message_id`]).
+
+pub mod client;
+pub mod message;
+pub mod message_id;
+
+pub use client::{Authentication, ClientConfig, connect};
+pub use message_id::{MessageIdParseError, parse_message_id};
