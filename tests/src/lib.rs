@@ -1,1 +1,130 @@
-//! Test support.
+//! Test support: where the real Pulsar broker is, the official Python client, unique names.
+//!
+//! Tests use `PULSAR_SERVICE_URL` / `PULSAR_ADMIN_URL` when set (an external cluster), otherwise the broker
+//! started by `cargo xtask broker start`. A test that needs a broker and finds none fails with a message
+//! saying how to start one; it never passes silently.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use magnetar::PulsarClient;
+use pulsar_connect::pulsar::{ClientConfig, connect};
+use xtask::broker::{BrokerInfo, Profile, http};
+
+/// A reachable broker.
+#[derive(Debug, Clone)]
+pub struct TestBroker {
+    pub service_url: String,
+    pub admin_url: String,
+    /// The `admin` superuser's token on the token-authentication profile.
+    pub token: Option<String>,
+}
+
+const HOW_TO_START: &str = "start one with `cargo xtask broker start` (or run the whole suite with `cargo xtask test`), \
+     or point the tests at a cluster with PULSAR_SERVICE_URL and PULSAR_ADMIN_URL";
+
+impl TestBroker {
+    /// The broker without authentication. Panics with instructions when there is none.
+    pub fn get() -> TestBroker {
+        if let (Ok(service_url), Ok(admin_url)) =
+            (std::env::var("PULSAR_SERVICE_URL"), std::env::var("PULSAR_ADMIN_URL"))
+        {
+            return TestBroker { service_url, admin_url, token: None };
+        }
+        Self::from_profile(Profile::Default)
+    }
+
+    /// The broker with token authentication (`cargo xtask broker start --auth token`).
+    pub fn with_token_auth() -> TestBroker {
+        Self::from_profile(Profile::Token)
+    }
+
+    fn from_profile(profile: Profile) -> TestBroker {
+        let flag = if profile == Profile::Token { " --auth token" } else { "" };
+        let Some(info) = BrokerInfo::load(profile) else {
+            panic!(
+                "this test needs a real Apache Pulsar broker ({} profile) and none was started: {}",
+                profile.name(),
+                HOW_TO_START.replace("broker start`", &format!("broker start{flag}`"))
+            );
+        };
+        if !info.is_healthy() {
+            panic!(
+                "the Pulsar broker ({} profile) recorded in {} is not answering: {}",
+                profile.name(),
+                profile.dir().join("broker.json").display(),
+                HOW_TO_START.replace("broker start`", &format!("broker start{flag}`"))
+            );
+        }
+        let token = info.admin_token().expect("reading the broker's admin token");
+        TestBroker { service_url: info.service_url, admin_url: info.admin_url, token }
+    }
+
+    /// A client with supervised reconnect (and the admin token on the token profile).
+    pub async fn client(&self) -> Result<PulsarClient> {
+        let mut config = ClientConfig::new(&self.service_url);
+        if let Some(token) = &self.token {
+            config = config.with_token(token.clone());
+        }
+        Ok(connect(&config).await?)
+    }
+
+    /// One admin REST call (`path` starts with `/admin/v2/...`); fails on a non-2xx answer.
+    pub fn admin(&self, method: &str, path: &str, body: Option<&str>) -> Result<String> {
+        let url = format!("{}{}", self.admin_url, path);
+        let r = http::request(method, &url, body, self.token.as_deref())?;
+        if !r.is_success() {
+            bail!("{method} {path} answered {}: {}", r.status, r.body);
+        }
+        Ok(r.body)
+    }
+
+    /// Creates a partitioned topic (`persistent://tenant/ns/name`) with `partitions` partitions.
+    pub fn create_partitioned_topic(&self, topic: &str, partitions: u32) -> Result<()> {
+        let path = topic
+            .strip_prefix("persistent://")
+            .with_context(|| format!("expected a persistent:// topic, got {topic}"))?;
+        self.admin("PUT", &format!("/admin/v2/persistent/{path}/partitions"), Some(&partitions.to_string()))?;
+        Ok(())
+    }
+}
+
+/// A topic name no other test (or earlier run) uses: `persistent://public/default/<prefix>-<unique>`.
+pub fn unique_topic(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!(
+        "persistent://public/default/{prefix}-{}-{nanos}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The interpreter of the venv holding the official `pulsar-client` (`PULSAR_CONNECT_PYTHON`, else
+/// `.venv/bin/python`). Panics with instructions when it is missing.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("PULSAR_CONNECT_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let p = xtask::python::python_bin();
+    if !p.is_file() {
+        panic!(
+            "this test needs the official Python pulsar-client in {}: create it with `cargo xtask venv` \
+             (or run the whole suite with `cargo xtask test`)",
+            p.display()
+        );
+    }
+    p
+}
+
+/// `tests/python/<name>`.
+pub fn python_script(name: &str) -> PathBuf {
+    xtask::paths::workspace_root().join("tests/python").join(name)
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}

@@ -60,6 +60,7 @@ pub struct ConnectError {
 
 /// Connects, with supervised reconnect (producers and consumers are re-attached after a broker restart).
 pub async fn connect(config: &ClientConfig) -> Result<PulsarClient, ConnectError> {
+    register_batch_decompressor();
     let mut builder = PulsarClient::builder()
         .service_url(config.service_url.clone())
         .operation_timeout(config.operation_timeout)
@@ -75,6 +76,21 @@ pub async fn connect(config: &ClientConfig) -> Result<PulsarClient, ConnectError
         service_url: config.service_url.clone(),
         reason: redact(&e.to_string(), &config.auth),
     })
+}
+
+/// Compressed batches are decompressed before they are split (third_party/README.md): the protocol
+/// crate has no codecs, so the runtime's bounded decompressor is registered once per process.
+fn register_batch_decompressor() {
+    fn decompress(kind: i32, data: &[u8], size: usize) -> Result<bytes::Bytes, String> {
+        use magnetar::proto::pb::CompressionType;
+        use magnetar::runtime_tokio::compress;
+        let pb = CompressionType::try_from(kind).map_err(|_| format!("unknown compression type {kind}"))?;
+        compress::decompress(compress::kind_from_pb(pb), data, size).map_err(|e| e.to_string())
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        magnetar::proto::batch_payload::set_batch_decompressor(decompress);
+    });
 }
 
 /// Removes the secret from a message in case a lower layer echoed it.

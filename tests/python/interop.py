@@ -1,0 +1,105 @@
+"""Interop driver for the official Apache Pulsar Python client (C++ core).
+
+  interop.py produce SERVICE_URL TOPIC COUNT
+      Writes COUNT messages with keys, properties and event times: the first half through a batching
+      LZ4 producer, the second half through a batching ZSTD producer. Prints one `@@`-prefixed JSON line per message
+      it wrote (payload, key, properties, event_time, message_id).
+  interop.py produce-one SERVICE_URL TOPIC
+      Writes one message through a batching producer (an entry holding a batch of one) and prints it.
+  interop.py consume SERVICE_URL TOPIC COUNT TIMEOUT_SECONDS
+      Reads COUNT messages from the earliest position and prints one `@@`-prefixed JSON line per message.
+"""
+
+import json
+import sys
+
+import pulsar
+
+
+def emit(record):
+    """One result line; the C++ core logs to stdout too, so results carry a marker."""
+    print("@@" + json.dumps(record, ensure_ascii=False), flush=True)
+
+
+def produce(service_url, topic, count):
+    client = pulsar.Client(service_url)
+    half = count // 2
+    plans = [(pulsar.CompressionType.LZ4, range(0, half)), (pulsar.CompressionType.ZSTD, range(half, count))]
+    for compression, indexes in plans:
+        producer = client.create_producer(
+            topic,
+            compression_type=compression,
+            batching_enabled=True,
+            batching_max_messages=50,
+            batching_max_publish_delay_ms=20,
+        )
+        sent = []
+
+        def callback(res, msg_id, i):
+            if res != pulsar.Result.Ok:
+                raise SystemExit(f"send {i} failed: {res}")
+            sent.append((i, str(msg_id)))
+
+        for i in indexes:
+            payload = f"python-{i}-" + ("x" * (i % 7)) + "ünïcødé"
+            producer.send_async(
+                payload.encode("utf-8"),
+                lambda res, msg_id, i=i: callback(res, msg_id, i),
+                partition_key=f"key-{i}",
+                properties={"index": str(i), "origin": "python", "compression": str(compression)},
+                event_timestamp=1_700_000_000_000 + i,
+            )
+        producer.flush()
+        producer.close()
+        for i, msg_id in sorted(sent):
+            emit({
+                "payload": f"python-{i}-" + ("x" * (i % 7)) + "ünïcødé",
+                "key": f"key-{i}",
+                "properties": {"index": str(i), "origin": "python", "compression": str(compression)},
+                "event_time": 1_700_000_000_000 + i,
+                "message_id": msg_id,
+            })
+    client.close()
+
+
+def produce_one(service_url, topic):
+    client = pulsar.Client(service_url)
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=10)
+    msg_id = producer.send(b"alone in its batch", partition_key="solo", properties={"p": "1"})
+    emit({"payload": "alone in its batch", "key": "solo", "message_id": str(msg_id)})
+    producer.close()
+    client.close()
+
+
+def consume(service_url, topic, count, timeout_s):
+    client = pulsar.Client(service_url)
+    consumer = client.subscribe(
+        topic,
+        "python-interop",
+        consumer_type=pulsar.ConsumerType.Shared,
+        initial_position=pulsar.InitialPosition.Earliest,
+    )
+    for _ in range(count):
+        msg = consumer.receive(timeout_millis=int(timeout_s * 1000))
+        emit({
+            "payload": msg.data().decode("utf-8"),
+            "key": msg.partition_key(),
+            "properties": msg.properties(),
+            "event_time": msg.event_timestamp(),
+            "topic": msg.topic_name(),
+        })
+        consumer.acknowledge(msg)
+    consumer.close()
+    client.close()
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "produce":
+        produce(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif cmd == "produce-one":
+        produce_one(sys.argv[2], sys.argv[3])
+    elif cmd == "consume":
+        consume(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+    else:
+        raise SystemExit(f"unknown command {cmd}")
