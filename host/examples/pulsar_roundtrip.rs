@@ -12,9 +12,13 @@ use pulsar_connect::pulsar::{ClientConfig, connect};
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let service_url = std::env::args().nth(1).unwrap_or_else(|| "pulsar://127.0.0.1:6650".to_owned());
+    let service_url = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "pulsar://127.0.0.1:6650".to_owned());
     let client = connect(&ClientConfig::new(&service_url)).await?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis();
     let topic = format!("persistent://public/default/demo-orders-{now}");
     let consumer = client
         .consumer(&topic)
@@ -32,16 +36,27 @@ async fn main() -> Result<()> {
             1000 + i
         );
         let id = producer
-            .send(OutgoingMessage::with_payload(row.into_bytes()).key(format!("order-{i}")).into())
+            .send(
+                OutgoingMessage::with_payload(row.into_bytes())
+                    .key(format!("order-{i}"))
+                    .into(),
+            )
             .await?;
-        println!("  sent order {i} as {}", pulsar_connect::pulsar::message_id::format_message_id(&id));
+        println!(
+            "  sent order {i} as {}",
+            pulsar_connect::pulsar::message_id::format_message_id(&id)
+        );
     }
     println!("consuming them back");
     for _ in 1..=5 {
         let msg = tokio::time::timeout(Duration::from_secs(30), consumer.receive())
             .await
             .context("timed out waiting for a message")??;
-        println!("  {} {}", pulsar_connect::pulsar::message::key(&msg).unwrap_or("-"), String::from_utf8_lossy(&msg.payload));
+        println!(
+            "  {} {}",
+            pulsar_connect::pulsar::message::key(&msg).unwrap_or("-"),
+            String::from_utf8_lossy(&msg.payload)
+        );
         consumer.ack(msg.message_id).await?;
     }
     producer.close().await?;

@@ -13,7 +13,8 @@ use pulsar_connect_tests::{TestBroker, unique_topic};
 use xtask::broker::{self, Profile};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn producer_and_consumer_survive_a_broker_restart_without_losing_acknowledged_sends() -> Result<()> {
+async fn producer_and_consumer_survive_a_broker_restart_without_losing_acknowledged_sends()
+-> Result<()> {
     assert!(
         std::env::var_os("PULSAR_SERVICE_URL").is_none(),
         "this test restarts the local broker; it cannot run against an external cluster (unset PULSAR_SERVICE_URL)"
@@ -32,7 +33,9 @@ async fn producer_and_consumer_survive_a_broker_restart_without_losing_acknowled
 
     let mut acknowledged = BTreeSet::new();
     for i in 0..100 {
-        producer.send(OutgoingMessage::with_payload(format!("{i}").into_bytes()).into()).await?;
+        producer
+            .send(OutgoingMessage::with_payload(format!("{i}").into_bytes()).into())
+            .await?;
         acknowledged.insert(i);
     }
     let mut received = BTreeSet::new();
@@ -43,7 +46,10 @@ async fn producer_and_consumer_survive_a_broker_restart_without_losing_acknowled
     }
 
     let restarted = tokio::task::spawn_blocking(|| broker::restart(Profile::Default)).await??;
-    assert_eq!(restarted.service_url, broker.service_url, "the broker comes back on the same URL");
+    assert_eq!(
+        restarted.service_url, broker.service_url,
+        "the broker comes back on the same URL"
+    );
 
     // Sends during and after the reconnect: a send that reports success must be delivered.
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -63,11 +69,17 @@ async fn producer_and_consumer_survive_a_broker_restart_without_losing_acknowled
             Ok(Err(_)) | Err(_) => i += 1,
         }
     }
-    assert!(acknowledged.len() >= 150, "the producer recovered after the restart ({} acknowledged)", acknowledged.len());
+    assert!(
+        acknowledged.len() >= 150,
+        "the producer recovered after the restart ({} acknowledged)",
+        acknowledged.len()
+    );
 
     let deadline = Instant::now() + Duration::from_secs(120);
     while !acknowledged.is_subset(&received) {
-        let left = deadline.checked_duration_since(Instant::now()).context("timed out")?;
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .context("timed out")?;
         let msg = tokio::time::timeout(left, consumer.receive())
             .await
             .with_context(|| {

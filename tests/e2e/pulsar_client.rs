@@ -20,7 +20,12 @@ async fn receive(consumer: &Consumer) -> Result<IncomingMessage> {
         .context("no message within the receive timeout")??)
 }
 
-async fn subscribe(client: &PulsarClient, topic: &str, sub: &str, sub_type: SubType) -> Result<Consumer> {
+async fn subscribe(
+    client: &PulsarClient,
+    topic: &str,
+    sub: &str,
+    sub_type: SubType,
+) -> Result<Consumer> {
     Ok(client
         .consumer(topic)
         .subscription(sub)
@@ -34,7 +39,11 @@ async fn produce(client: &PulsarClient, topic: &str, n: usize) -> Result<Vec<Mes
     let producer = client.producer(topic).create().await?;
     let mut ids = Vec::with_capacity(n);
     for i in 0..n {
-        ids.push(producer.send(OutgoingMessage::with_payload(format!("m{i}").into_bytes()).into()).await?);
+        ids.push(
+            producer
+                .send(OutgoingMessage::with_payload(format!("m{i}").into_bytes()).into())
+                .await?,
+        );
     }
     producer.close().await?;
     Ok(ids)
@@ -69,7 +78,10 @@ async fn produce_and_consume_keep_key_properties_and_event_time() -> Result<()> 
         assert_eq!(text(&msg), format!("payload-{i}-ü"));
         assert_eq!(message::key(&msg), Some(format!("key-{i}").as_str()));
         let props: Vec<_> = message::properties(&msg).collect();
-        assert_eq!(props, vec![("index", i.to_string().as_str()), ("origin", "rust")]);
+        assert_eq!(
+            props,
+            vec![("index", i.to_string().as_str()), ("origin", "rust")]
+        );
         assert_eq!(message::event_time_ms(&msg), Some(1_600_000_000_000 + i));
         assert!(message::publish_time_ms(&msg) > 1_600_000_000_000);
         let seq = message::sequence_id(&msg);
@@ -97,8 +109,15 @@ async fn seek_to_a_message_id_replays_from_that_message() -> Result<()> {
     }
     consumer.seek_to_message(ids[4]).await?;
     let msg = receive(&consumer).await?;
-    assert_eq!(text(&msg), "m4", "seek is inclusive: the message at the id comes first");
-    assert_eq!((msg.message_id.ledger_id, msg.message_id.entry_id), (ids[4].ledger_id, ids[4].entry_id));
+    assert_eq!(
+        text(&msg),
+        "m4",
+        "seek is inclusive: the message at the id comes first"
+    );
+    assert_eq!(
+        (msg.message_id.ledger_id, msg.message_id.entry_id),
+        (ids[4].ledger_id, ids[4].entry_id)
+    );
     for i in 5..10 {
         assert_eq!(text(&receive(&consumer).await?), format!("m{i}"));
     }
@@ -121,10 +140,16 @@ async fn cumulative_ack_moves_the_durable_cursor() -> Result<()> {
             fifth = Some(msg.message_id);
         }
     }
-    consumer.ack_cumulative(fifth.expect("ten messages")).await?;
+    consumer
+        .ack_cumulative(fifth.expect("ten messages"))
+        .await?;
     consumer.close().await?;
     let again = subscribe(&client, &topic, "durable", SubType::Exclusive).await?;
-    assert_eq!(text(&receive(&again).await?), "m6", "everything up to m5 was acknowledged");
+    assert_eq!(
+        text(&receive(&again).await?),
+        "m6",
+        "everything up to m5 was acknowledged"
+    );
     again.close().await?;
     client.close().await;
     Ok(())
@@ -138,7 +163,10 @@ async fn last_message_id_is_the_last_published() -> Result<()> {
     let consumer = subscribe(&client, &topic, "s", SubType::Exclusive).await?;
     let ids = produce(&client, &topic, 3).await?;
     let last = consumer.last_message_id().await?;
-    assert_eq!((last.ledger_id, last.entry_id), (ids[2].ledger_id, ids[2].entry_id));
+    assert_eq!(
+        (last.ledger_id, last.entry_id),
+        (ids[2].ledger_id, ids[2].entry_id)
+    );
     consumer.close().await?;
     client.close().await;
     Ok(())
@@ -147,7 +175,9 @@ async fn last_message_id_is_the_last_published() -> Result<()> {
 /// Java's `String.hashCode()` over UTF-16 code units, masked to 31 bits (`JavaStringHash.makeHash`),
 /// written here independently of the client's own implementation.
 fn java_string_hash(s: &str) -> u32 {
-    let h = s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
+    let h = s
+        .encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
     (h & i32::MAX) as u32
 }
 
@@ -160,19 +190,39 @@ async fn partitioned_topic_routes_keys_like_the_java_client() -> Result<()> {
     assert_eq!(client.partitions_for_topic(&topic).await?, 4);
     let mut consumers = Vec::new();
     for p in 0..4 {
-        consumers.push(subscribe(&client, &format!("{topic}-partition-{p}"), "s", SubType::Exclusive).await?);
+        consumers.push(
+            subscribe(
+                &client,
+                &format!("{topic}-partition-{p}"),
+                "s",
+                SubType::Exclusive,
+            )
+            .await?,
+        );
     }
     let producer = client.partitioned_producer(&topic).create().await?;
     let keys: Vec<String> = (0..40).map(|i| format!("customer-{i}")).collect();
     for k in &keys {
-        producer.new_message().key(k.clone()).value(k.clone().into_bytes()).send().await?;
+        producer
+            .new_message()
+            .key(k.clone())
+            .value(k.clone().into_bytes())
+            .send()
+            .await?;
     }
     let mut seen = BTreeSet::new();
     for (p, consumer) in consumers.iter().enumerate() {
-        let expected: Vec<&String> = keys.iter().filter(|k| java_string_hash(k) as usize % 4 == p).collect();
+        let expected: Vec<&String> = keys
+            .iter()
+            .filter(|k| java_string_hash(k) as usize % 4 == p)
+            .collect();
         for k in expected {
             let msg = receive(consumer).await?;
-            assert_eq!(text(&msg), *k, "partition {p} holds the keys Java's default router sends there");
+            assert_eq!(
+                text(&msg),
+                *k,
+                "partition {p} holds the keys Java's default router sends there"
+            );
             assert_eq!(msg.message_id.partition, p as i32);
             seen.insert(text(&msg));
         }
@@ -199,7 +249,10 @@ async fn batch_index_acks_redeliver_only_the_unacknowledged_part_of_a_batch() ->
         .map(|i| producer.send(OutgoingMessage::with_payload(format!("b{i}").into_bytes()).into()))
         .collect();
     let ids = futures::future::try_join_all(sends).await?;
-    assert!(ids.iter().all(|id| id.entry_id == ids[0].entry_id), "the ten messages share one batched entry");
+    assert!(
+        ids.iter().all(|id| id.entry_id == ids[0].entry_id),
+        "the ten messages share one batched entry"
+    );
     for i in 0..10 {
         let msg = receive(&consumer).await?;
         assert_eq!(text(&msg), format!("b{i}"));
@@ -217,7 +270,10 @@ async fn batch_index_acks_redeliver_only_the_unacknowledged_part_of_a_batch() ->
     redelivered.sort();
     assert_eq!(redelivered, vec!["b5", "b6", "b7", "b8", "b9"]);
     let extra = tokio::time::timeout(Duration::from_secs(2), again.receive()).await;
-    assert!(extra.is_err(), "acknowledged batch members must not come back: {extra:?}");
+    assert!(
+        extra.is_err(),
+        "acknowledged batch members must not come back: {extra:?}"
+    );
     producer.close().await?;
     again.close().await?;
     client.close().await;
@@ -233,15 +289,34 @@ async fn transactions_commit_is_visible_and_abort_is_not() -> Result<()> {
     let producer = client.producer(&topic).create().await?;
 
     let committed = client.new_transaction(Duration::from_secs(60)).await?;
-    client.register_partition_to_transaction(committed, &topic).await?;
+    client
+        .register_partition_to_transaction(committed, &topic)
+        .await?;
     let aborted = client.new_transaction(Duration::from_secs(60)).await?;
-    client.register_partition_to_transaction(aborted, &topic).await?;
+    client
+        .register_partition_to_transaction(aborted, &topic)
+        .await?;
     for i in 0..3 {
-        producer.send(OutgoingMessage::with_payload(format!("commit-{i}").into_bytes()).txn(committed.id()).into()).await?;
-        producer.send(OutgoingMessage::with_payload(format!("abort-{i}").into_bytes()).txn(aborted.id()).into()).await?;
+        producer
+            .send(
+                OutgoingMessage::with_payload(format!("commit-{i}").into_bytes())
+                    .txn(committed.id())
+                    .into(),
+            )
+            .await?;
+        producer
+            .send(
+                OutgoingMessage::with_payload(format!("abort-{i}").into_bytes())
+                    .txn(aborted.id())
+                    .into(),
+            )
+            .await?;
     }
     let early = tokio::time::timeout(Duration::from_secs(2), consumer.receive()).await;
-    assert!(early.is_err(), "nothing is visible before the commit: {early:?}");
+    assert!(
+        early.is_err(),
+        "nothing is visible before the commit: {early:?}"
+    );
     client.abort_transaction(aborted).await?;
     client.commit_transaction(committed).await?;
     for i in 0..3 {
@@ -250,7 +325,10 @@ async fn transactions_commit_is_visible_and_abort_is_not() -> Result<()> {
         consumer.ack(msg.message_id).await?;
     }
     let extra = tokio::time::timeout(Duration::from_secs(3), consumer.receive()).await;
-    assert!(extra.is_err(), "aborted messages must never be delivered: {extra:?}");
+    assert!(
+        extra.is_err(),
+        "aborted messages must never be delivered: {extra:?}"
+    );
     producer.close().await?;
     consumer.close().await?;
     client.close().await;

@@ -28,10 +28,15 @@ const HOW_TO_START: &str = "start one with `cargo xtask broker start` (or run th
 impl TestBroker {
     /// The broker without authentication. Panics with instructions when there is none.
     pub fn get() -> TestBroker {
-        if let (Ok(service_url), Ok(admin_url)) =
-            (std::env::var("PULSAR_SERVICE_URL"), std::env::var("PULSAR_ADMIN_URL"))
-        {
-            return TestBroker { service_url, admin_url, token: None };
+        if let (Ok(service_url), Ok(admin_url)) = (
+            std::env::var("PULSAR_SERVICE_URL"),
+            std::env::var("PULSAR_ADMIN_URL"),
+        ) {
+            return TestBroker {
+                service_url,
+                admin_url,
+                token: None,
+            };
         }
         Self::from_profile(Profile::Default)
     }
@@ -42,7 +47,11 @@ impl TestBroker {
     }
 
     fn from_profile(profile: Profile) -> TestBroker {
-        let flag = if profile == Profile::Token { " --auth token" } else { "" };
+        let flag = if profile == Profile::Token {
+            " --auth token"
+        } else {
+            ""
+        };
         let Some(info) = BrokerInfo::load(profile) else {
             panic!(
                 "this test needs a real Apache Pulsar broker ({} profile) and none was started: {}",
@@ -58,8 +67,14 @@ impl TestBroker {
                 HOW_TO_START.replace("broker start`", &format!("broker start{flag}`"))
             );
         }
-        let token = info.admin_token().expect("reading the broker's admin token");
-        TestBroker { service_url: info.service_url, admin_url: info.admin_url, token }
+        let token = info
+            .admin_token()
+            .expect("reading the broker's admin token");
+        TestBroker {
+            service_url: info.service_url,
+            admin_url: info.admin_url,
+            token,
+        }
     }
 
     /// A client with supervised reconnect (and the admin token on the token profile).
@@ -86,7 +101,11 @@ impl TestBroker {
         let path = topic
             .strip_prefix("persistent://")
             .with_context(|| format!("expected a persistent:// topic, got {topic}"))?;
-        self.admin("PUT", &format!("/admin/v2/persistent/{path}/partitions"), Some(&partitions.to_string()))?;
+        self.admin(
+            "PUT",
+            &format!("/admin/v2/persistent/{path}/partitions"),
+            Some(&partitions.to_string()),
+        )?;
         Ok(())
     }
 }
@@ -94,7 +113,10 @@ impl TestBroker {
 /// A topic name no other test (or earlier run) uses: `persistent://public/default/<prefix>-<unique>`.
 pub fn unique_topic(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     format!(
         "persistent://public/default/{prefix}-{}-{nanos}-{}",
         std::process::id(),
@@ -121,10 +143,15 @@ pub fn python() -> PathBuf {
 
 /// `tests/python/<name>`.
 pub fn python_script(name: &str) -> PathBuf {
-    xtask::paths::workspace_root().join("tests/python").join(name)
+    xtask::paths::workspace_root()
+        .join("tests/python")
+        .join(name)
 }
 
 /// Milliseconds since the epoch.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }

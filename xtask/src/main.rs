@@ -100,7 +100,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
 fn broker_task(action: BrokerAction) -> Result<ExitCode> {
     match action {
         BrokerAction::Start(args) => {
-            let opts = StartOptions { wipe: args.wipe, ..StartOptions::new(args.profile()) };
+            let opts = StartOptions {
+                wipe: args.wipe,
+                ..StartOptions::new(args.profile())
+            };
             let info = broker::start(&opts)?;
             print_info(&info);
         }
@@ -117,7 +120,11 @@ fn broker_task(action: BrokerAction) -> Result<ExitCode> {
                     ExitCode::SUCCESS
                 }
                 Some(info) if broker::process_alive(info.pid) => {
-                    println!("starting or unhealthy (pid {}); log: {}", info.pid, info.log_file.display());
+                    println!(
+                        "starting or unhealthy (pid {}); log: {}",
+                        info.pid,
+                        info.log_file.display()
+                    );
                     ExitCode::FAILURE
                 }
                 _ => {
@@ -190,11 +197,24 @@ fn demo() -> Result<ExitCode> {
     ensure_broker()?;
     let service_url = match std::env::var("PULSAR_SERVICE_URL") {
         Ok(url) => url,
-        Err(_) => BrokerInfo::load(Profile::Default).context("no broker.json after start")?.service_url,
+        Err(_) => {
+            BrokerInfo::load(Profile::Default)
+                .context("no broker.json after start")?
+                .service_url
+        }
     };
     let status = cargo()
         .current_dir(paths::workspace_root())
-        .args(["run", "--quiet", "--release", "-p", "pulsar-connect", "--example", "pulsar_roundtrip", "--"])
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "pulsar-connect",
+            "--example",
+            "pulsar_roundtrip",
+            "--",
+        ])
         .arg(&service_url)
         .status()
         .context("running the demo")?;

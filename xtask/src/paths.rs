@@ -13,7 +13,11 @@ pub fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) if !dir.is_empty() => {
             let dir = PathBuf::from(dir);
-            if dir.is_absolute() { dir } else { workspace_root().join(dir) }
+            if dir.is_absolute() {
+                dir
+            } else {
+                workspace_root().join(dir)
+            }
         }
         _ => workspace_root().join("target"),
     }

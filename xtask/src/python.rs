@@ -21,7 +21,9 @@ pub fn python_bin() -> PathBuf {
 /// same requirements (a stamp file holds their hash).
 pub fn ensure_venv() -> Result<PathBuf> {
     let req = requirements();
-    let wanted = hex::encode(Sha256::digest(std::fs::read(&req).with_context(|| format!("reading {}", req.display()))?));
+    let wanted = hex::encode(Sha256::digest(
+        std::fs::read(&req).with_context(|| format!("reading {}", req.display()))?,
+    ));
     let venv = paths::venv_dir();
     let stamp = venv.join(".requirements.sha256");
     if python_bin().is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == wanted) {

@@ -84,7 +84,8 @@ fn register_batch_decompressor() {
     fn decompress(kind: i32, data: &[u8], size: usize) -> Result<bytes::Bytes, String> {
         use magnetar::proto::pb::CompressionType;
         use magnetar::runtime_tokio::compress;
-        let pb = CompressionType::try_from(kind).map_err(|_| format!("unknown compression type {kind}"))?;
+        let pb = CompressionType::try_from(kind)
+            .map_err(|_| format!("unknown compression type {kind}"))?;
         compress::decompress(compress::kind_from_pb(pb), data, size).map_err(|e| e.to_string())
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -96,7 +97,9 @@ fn register_batch_decompressor() {
 /// Removes the secret from a message in case a lower layer echoed it.
 fn redact(message: &str, auth: &Authentication) -> String {
     match auth {
-        Authentication::Token(token) if !token.is_empty() => message.replace(token.as_str(), "<redacted>"),
+        Authentication::Token(token) if !token.is_empty() => {
+            message.replace(token.as_str(), "<redacted>")
+        }
         _ => message.to_owned(),
     }
 }
@@ -109,6 +112,9 @@ mod tests {
     fn debug_and_errors_never_show_the_token() {
         let cfg = ClientConfig::new("pulsar://127.0.0.1:1").with_token("s3cr3t.jwt.value");
         assert!(!format!("{cfg:?}").contains("s3cr3t"));
-        assert_eq!(redact("bad token s3cr3t.jwt.value", &cfg.auth), "bad token <redacted>");
+        assert_eq!(
+            redact("bad token s3cr3t.jwt.value", &cfg.auth),
+            "bad token <redacted>"
+        );
     }
 }

@@ -5,7 +5,9 @@ use magnetar::MessageId;
 
 /// A message id string that does not parse, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid message id '{input}': {reason} (expected ledgerId:entryId:partitionIndex, e.g. 12:34:-1)")]
+#[error(
+    "invalid message id '{input}': {reason} (expected ledgerId:entryId:partitionIndex, e.g. 12:34:-1)"
+)]
 pub struct MessageIdParseError {
     pub input: String,
     pub reason: String,
@@ -14,19 +16,36 @@ pub struct MessageIdParseError {
 /// Parses `ledger:entry:partition` or `ledger:entry:partition:batchIndex` (the form Flink's Pulsar
 /// connector and `MessageId.toString()` use). A partition of `-1` means a non-partitioned topic.
 pub fn parse_message_id(input: &str) -> Result<MessageId, MessageIdParseError> {
-    let err = |reason: &str| MessageIdParseError { input: input.to_owned(), reason: reason.to_owned() };
+    let err = |reason: &str| MessageIdParseError {
+        input: input.to_owned(),
+        reason: reason.to_owned(),
+    };
     let parts: Vec<&str> = input.trim().split(':').collect();
     if !(3..=4).contains(&parts.len()) {
         return Err(err("expected three or four ':'-separated numbers"));
     }
-    let ledger_id: u64 = parts[0].trim().parse().map_err(|_| err("the ledger id is not a non-negative integer"))?;
-    let entry_id: u64 = parts[1].trim().parse().map_err(|_| err("the entry id is not a non-negative integer"))?;
-    let partition: i32 = parts[2].trim().parse().map_err(|_| err("the partition is not an integer"))?;
+    let ledger_id: u64 = parts[0]
+        .trim()
+        .parse()
+        .map_err(|_| err("the ledger id is not a non-negative integer"))?;
+    let entry_id: u64 = parts[1]
+        .trim()
+        .parse()
+        .map_err(|_| err("the entry id is not a non-negative integer"))?;
+    let partition: i32 = parts[2]
+        .trim()
+        .parse()
+        .map_err(|_| err("the partition is not an integer"))?;
     if partition < -1 {
-        return Err(err("the partition must be -1 (non-partitioned) or a partition index"));
+        return Err(err(
+            "the partition must be -1 (non-partitioned) or a partition index",
+        ));
     }
     let batch_index: i32 = match parts.get(3) {
-        Some(b) => b.trim().parse().map_err(|_| err("the batch index is not an integer"))?,
+        Some(b) => b
+            .trim()
+            .parse()
+            .map_err(|_| err("the batch index is not an integer"))?,
         None => -1,
     };
     if batch_index < -1 {
@@ -44,7 +63,10 @@ pub fn parse_message_id(input: &str) -> Result<MessageId, MessageIdParseError> {
 /// `ledger:entry:partition[:batch]`, the inverse of [`parse_message_id`].
 pub fn format_message_id(id: &MessageId) -> String {
     if id.batch_index >= 0 {
-        format!("{}:{}:{}:{}", id.ledger_id, id.entry_id, id.partition, id.batch_index)
+        format!(
+            "{}:{}:{}:{}",
+            id.ledger_id, id.entry_id, id.partition, id.batch_index
+        )
     } else {
         format!("{}:{}:{}", id.ledger_id, id.entry_id, id.partition)
     }
@@ -57,7 +79,10 @@ mod tests {
     #[test]
     fn parses_and_formats() {
         let id = parse_message_id("12:34:-1").unwrap();
-        assert_eq!((id.ledger_id, id.entry_id, id.partition, id.batch_index), (12, 34, -1, -1));
+        assert_eq!(
+            (id.ledger_id, id.entry_id, id.partition, id.batch_index),
+            (12, 34, -1, -1)
+        );
         assert_eq!(format_message_id(&id), "12:34:-1");
         let id = parse_message_id(" 7:8:2:5 ").unwrap();
         assert_eq!((id.partition, id.batch_index), (2, 5));
@@ -85,6 +110,14 @@ mod tests {
         let id = parse_message_id("5:6:3:2").unwrap();
         let bytes = id.to_bytes();
         let back = MessageId::from_bytes(&bytes).unwrap();
-        assert_eq!((back.ledger_id, back.entry_id, back.partition, back.batch_index), (5, 6, 3, 2));
+        assert_eq!(
+            (
+                back.ledger_id,
+                back.entry_id,
+                back.partition,
+                back.batch_index
+            ),
+            (5, 6, 3, 2)
+        );
     }
 }

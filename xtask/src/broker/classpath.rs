@@ -24,8 +24,10 @@ pub fn classpath() -> Result<String> {
     std::fs::create_dir_all(&dir)?;
     let cache = dir.join("classpath.txt");
     let key_file = dir.join("classpath.key");
-    if let (Ok(cached_key), Ok(cp)) = (std::fs::read_to_string(&key_file), std::fs::read_to_string(&cache))
-        && cached_key.trim() == key
+    if let (Ok(cached_key), Ok(cp)) = (
+        std::fs::read_to_string(&key_file),
+        std::fs::read_to_string(&cache),
+    ) && cached_key.trim() == key
         && !cp.trim().is_empty()
         && cp.trim().split(':').all(|jar| Path::new(jar).is_file())
     {
@@ -42,7 +44,10 @@ pub fn classpath() -> Result<String> {
         .status()
         .context("running `mvn` (is Maven installed and on PATH?)")?;
     if !status.success() {
-        bail!("Maven could not resolve the broker classpath from {} ({status})", pom.display());
+        bail!(
+            "Maven could not resolve the broker classpath from {} ({status})",
+            pom.display()
+        );
     }
     let cp = std::fs::read_to_string(&tmp)?;
     if cp.trim().is_empty() {

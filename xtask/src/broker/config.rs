@@ -56,7 +56,11 @@ pub fn standalone_conf(ports: &Ports, token: Option<(&Path, &Path)>) -> String {
             out,
             "brokerClientAuthenticationPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken"
         );
-        let _ = writeln!(out, "brokerClientAuthenticationParameters=file://{}", admin_token.display());
+        let _ = writeln!(
+            out,
+            "brokerClientAuthenticationParameters=file://{}",
+            admin_token.display()
+        );
     }
     out
 }

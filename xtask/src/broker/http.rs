@@ -22,10 +22,15 @@ impl Response {
 }
 
 /// Sends one request. `url` is `http://host:port/path`; `token` adds a bearer authorization header.
-pub fn request(method: &str, url: &str, body: Option<&str>, token: Option<&str>) -> Result<Response> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| anyhow!("only http:// admin URLs are supported by the test tooling, got {url}"))?;
+pub fn request(
+    method: &str,
+    url: &str,
+    body: Option<&str>,
+    token: Option<&str>,
+) -> Result<Response> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        anyhow!("only http:// admin URLs are supported by the test tooling, got {url}")
+    })?;
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
@@ -44,7 +49,10 @@ pub fn request(method: &str, url: &str, body: Option<&str>, token: Option<&str>)
         "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nAccept: application/json\r\n"
     );
     if !body.is_empty() || matches!(method, "PUT" | "POST") {
-        head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
     }
     if let Some(token) = token {
         head.push_str(&format!("Authorization: Bearer {token}\r\n"));
@@ -53,7 +61,9 @@ pub fn request(method: &str, url: &str, body: Option<&str>, token: Option<&str>)
     stream.write_all(head.as_bytes())?;
     stream.write_all(body.as_bytes())?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).with_context(|| format!("reading the answer of {method} {url}"))?;
+    stream
+        .read_to_end(&mut raw)
+        .with_context(|| format!("reading the answer of {method} {url}"))?;
     parse_response(&raw).with_context(|| format!("{method} {url}"))
 }
 
@@ -73,12 +83,20 @@ fn parse_response(raw: &[u8]) -> Result<Response> {
         .nth(1)
         .ok_or_else(|| anyhow!("no status line"))?
         .parse()?;
-    let chunked = head
-        .lines()
-        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.to_ascii_lowercase().contains("chunked"));
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase().starts_with("transfer-encoding:")
+            && l.to_ascii_lowercase().contains("chunked")
+    });
     let payload = &raw[split + 4..];
-    let body = if chunked { dechunk(payload)? } else { payload.to_vec() };
-    Ok(Response { status, body: String::from_utf8_lossy(&body).into_owned() })
+    let body = if chunked {
+        dechunk(payload)?
+    } else {
+        payload.to_vec()
+    };
+    Ok(Response {
+        status,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 fn dechunk(mut data: &[u8]) -> Result<Vec<u8>> {

@@ -108,7 +108,11 @@ pub struct StartOptions {
 
 impl StartOptions {
     pub fn new(profile: Profile) -> Self {
-        StartOptions { profile, wipe: false, timeout: Duration::from_secs(240) }
+        StartOptions {
+            profile,
+            wipe: false,
+            timeout: Duration::from_secs(240),
+        }
     }
 }
 
@@ -119,7 +123,12 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
     if let Some(info) = BrokerInfo::load(profile)
         && info.is_healthy()
     {
-        eprintln!("broker ({}) already up: {} {}", profile.name(), info.service_url, info.admin_url);
+        eprintln!(
+            "broker ({}) already up: {} {}",
+            profile.name(),
+            info.service_url,
+            info.admin_url
+        );
         return Ok(info);
     }
     if let Some(info) = BrokerInfo::load(profile)
@@ -139,7 +148,11 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
     // Keep the previous ports when the data survives, so URLs stay valid across a restart.
     let ports = match BrokerInfo::load(profile) {
         Some(info) if !opts.wipe && ports_free(&info.ports) => info.ports,
-        _ => Ports { broker: free_port()?, web: free_port()?, bookie: free_port()? },
+        _ => Ports {
+            broker: free_port()?,
+            web: free_port()?,
+            bookie: free_port()?,
+        },
     };
 
     let (token_files, admin_token) = match profile {
@@ -153,7 +166,9 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
     let conf_path = dir.join("standalone.conf");
     let conf = config::standalone_conf(
         &ports,
-        token_files.as_ref().map(|(k, t)| (k.as_path(), t.as_path())),
+        token_files
+            .as_ref()
+            .map(|(k, t)| (k.as_path(), t.as_path())),
     );
     fs::write(&conf_path, conf)?;
     let log4j = dir.join("log4j2.xml");
@@ -189,7 +204,9 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
         // Its own process group: the broker outlives `cargo xtask broker start` and is not hit by a
         // Ctrl-C aimed at the terminal's foreground job.
         .process_group(0);
-    let child = cmd.spawn().context("starting java (is a JDK 17+ installed?)")?;
+    let child = cmd
+        .spawn()
+        .context("starting java (is a JDK 17+ installed?)")?;
     let pid = child.id() as i32;
     // The child is reaped by `stop` (same process) or re-parented when this process exits.
     drop(child);
@@ -232,7 +249,10 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    let info = BrokerInfo { startup_seconds: started.elapsed().as_secs_f64(), ..info };
+    let info = BrokerInfo {
+        startup_seconds: started.elapsed().as_secs_f64(),
+        ..info
+    };
     write_info(&info)?;
     eprintln!(
         "broker ({}) healthy after {:.1}s: service URL {}  admin URL {}",
@@ -254,7 +274,11 @@ pub fn stop(profile: Profile) -> Result<bool> {
     }
     let started = Instant::now();
     stop_pid(info.pid, Duration::from_secs(60));
-    eprintln!("broker ({}) stopped in {:.1}s", profile.name(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "broker ({}) stopped in {:.1}s",
+        profile.name(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(true)
 }
 
@@ -343,7 +367,9 @@ fn ready(admin_url: &str, token: Option<&str>) -> bool {
         return false;
     }
     let tc = http::get(
-        &format!("{admin_url}/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions"),
+        &format!(
+            "{admin_url}/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions"
+        ),
         token,
     );
     matches!(tc, Ok(r) if r.is_success() && r.body.contains("\"partitions\":1"))
@@ -377,7 +403,11 @@ pub fn process_alive(pid: i32) -> bool {
 fn is_zombie(pid: i32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit(')').next().map(|rest| rest.trim_start().starts_with('Z')))
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .map(|rest| rest.trim_start().starts_with('Z'))
+        })
         .unwrap_or(false)
 }
 
