@@ -7,6 +7,8 @@
 pub mod client;
 pub mod message;
 pub mod message_id;
+pub mod reader;
+pub mod topics;
 
 pub use client::{Authentication, ClientConfig, connect};
 pub use message_id::{MessageIdParseError, parse_message_id};

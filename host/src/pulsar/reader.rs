@@ -1,0 +1,431 @@
+//! Reading splits (topic-partitions) from exact positions, with the positions a checkpoint needs.
+//!
+//! Each split is read through a durable, Exclusive subscription whose name the job chooses (deterministic per
+//! job, so a restarted job reuses it and nothing leaks). On open the subscription is moved to the split's
+//! start position with a seek; on checkpoint completion the position is committed to it with a cumulative
+//! ack, so Pulsar's tools show the job's backlog and retention holds what the job has not read.
+//!
+//! A position is "after message X" (resume after a checkpoint: X and everything before it, including the
+//! earlier members of X's batch, are skipped here, because the broker replays the whole entry), "at message
+//! X" (inclusive start), earliest, latest (resolved to a concrete "after X" when the job starts, so a restart
+//! before the first message does not jump to a newer latest), or a publish timestamp.
+
+use std::cmp::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use magnetar::proto::event::IncomingMessage;
+use magnetar::proto::pb::command_subscribe::{InitialPosition, SubType};
+use magnetar::runtime_tokio::Consumer;
+use magnetar::{MessageId, PulsarClient};
+use serde::{Deserialize, Serialize};
+
+use super::message_id::{format_message_id, parse_message_id};
+use super::topics::Split;
+
+/// Where reading a split starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum StartPosition {
+    Earliest,
+    /// Only messages published after the reader starts (resolved by [`resolve_latest`]).
+    Latest,
+    /// This message and everything after it (`ledger:entry:partition[:batch]`).
+    At {
+        id: String,
+    },
+    /// Everything after this message (`ledger:entry:partition[:batch]`).
+    After {
+        id: String,
+    },
+    /// Messages published at or after this time (ms since the epoch).
+    Timestamp {
+        millis: u64,
+    },
+}
+
+impl StartPosition {
+    pub fn at(id: &MessageId) -> Self {
+        StartPosition::At {
+            id: format_message_id(id),
+        }
+    }
+
+    pub fn after(id: &MessageId) -> Self {
+        StartPosition::After {
+            id: format_message_id(id),
+        }
+    }
+}
+
+/// `latest` as a concrete position: after the split's last message now (earliest when it is empty).
+pub async fn resolve_latest(
+    client: &PulsarClient,
+    split: &Split,
+    subscription: &str,
+) -> Result<StartPosition> {
+    let consumer = subscribe(client, split, subscription).await?;
+    let last = consumer
+        .last_message_id()
+        .await
+        .with_context(|| format!("getting the last message id of {}", split.topic))?;
+    consumer.close().await.ok();
+    Ok(if is_empty_marker(&last) {
+        StartPosition::Earliest
+    } else {
+        StartPosition::after(&last)
+    })
+}
+
+/// Pulsar answers `-1:-1` (or `ledger:-1`) for a topic without messages.
+fn is_empty_marker(id: &MessageId) -> bool {
+    id.entry_id == u64::MAX || id.ledger_id == u64::MAX
+}
+
+/// Total order of message positions within one split: ledger, entry, then batch index (`-1` = whole entry).
+pub fn compare_positions(a: &MessageId, b: &MessageId) -> Ordering {
+    (a.ledger_id, a.entry_id, a.batch_index).cmp(&(b.ledger_id, b.entry_id, b.batch_index))
+}
+
+async fn subscribe(client: &PulsarClient, split: &Split, subscription: &str) -> Result<Consumer> {
+    client
+        .consumer(split.topic.as_str())
+        .subscription(subscription)
+        .subscription_type(SubType::Exclusive)
+        .initial_position(InitialPosition::Earliest)
+        .receiver_queue_size(2_000)
+        .subscribe()
+        .await
+        .with_context(|| format!("subscribing '{subscription}' to {}", split.topic))
+}
+
+/// What happens when the position to resume from no longer exists in the topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataLossPolicy {
+    /// Fail with an error naming the split and the position (`fail-on-data-loss`, the default).
+    Fail,
+    /// Resume from the earliest available message and log how far the position was
+    /// (`use-earliest-when-data-loss`).
+    UseEarliest,
+}
+
+/// A split's position for a checkpoint: where to resume, and what may be committed to the subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitCheckpoint {
+    pub resume: StartPosition,
+    /// The last message of the last *complete* entry emitted (`ledger:entry:partition`): a cumulative ack
+    /// through it never covers an unemitted member of a batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_through: Option<String>,
+}
+
+/// Reads one split.
+///
+/// Messages come out in position order, each once: anything at or before the highest position already
+/// handed out (or before the start) is dropped. That covers the broker replaying a whole entry after a seek
+/// into a batch, redelivery of unacknowledged messages after a reconnect, and messages dispatched around a
+/// seek.
+pub struct SplitReader {
+    split: Split,
+    consumer: Consumer,
+    /// Messages at or before this position are dropped.
+    skip_through: Option<MessageId>,
+    /// The last message handed out.
+    last_emitted: Option<MessageId>,
+    /// The last message of the last complete entry handed out.
+    last_complete_entry: Option<MessageId>,
+    /// Where this reader started (what a checkpoint records before anything was emitted).
+    start: StartPosition,
+}
+
+impl SplitReader {
+    /// Subscribes and positions the subscription at `start`.
+    pub async fn open(
+        client: &PulsarClient,
+        split: Split,
+        subscription: &str,
+        start: StartPosition,
+        on_data_loss: DataLossPolicy,
+    ) -> Result<SplitReader> {
+        let consumer = subscribe(client, &split, subscription).await?;
+        let mut start = start;
+        let mut skip_through = None;
+        match &start {
+            StartPosition::Earliest => consumer.seek_to_earliest().await?,
+            StartPosition::Latest => consumer.seek_to_latest().await?,
+            StartPosition::Timestamp { millis } => consumer.seek_to_timestamp(*millis).await?,
+            StartPosition::At { id } => {
+                let id = position_id(id, &split)?;
+                consumer
+                    .seek_to_message(MessageId {
+                        batch_index: -1,
+                        batch_size: -1,
+                        ..id
+                    })
+                    .await?;
+                // The broker replays the whole entry: drop the members before the start (batch index -2
+                // sorts before every member of the entry, -1 included).
+                skip_through = Some(MessageId {
+                    batch_index: id.batch_index.max(-1) - 1,
+                    ..id
+                });
+            }
+            StartPosition::After { id } => {
+                let id = position_id(id, &split)?;
+                let last = consumer.last_message_id().await?;
+                if is_empty_marker(&last)
+                    || compare_positions(
+                        &MessageId {
+                            batch_index: -1,
+                            ..id
+                        },
+                        &last,
+                    ) == Ordering::Greater
+                {
+                    let what = format!(
+                        "the position to resume {} from ({}) is beyond the end of the topic (last message: {}): \
+                         the topic was truncated, deleted or recreated, so messages may be lost",
+                        split.topic,
+                        format_message_id(&id),
+                        if is_empty_marker(&last) {
+                            "none".to_owned()
+                        } else {
+                            format_message_id(&last)
+                        }
+                    );
+                    match on_data_loss {
+                        DataLossPolicy::Fail => bail!(
+                            "data loss: {what} (set 'properties.pulsar.reader.fail-on-data-loss' = 'false' to continue from the earliest message)"
+                        ),
+                        DataLossPolicy::UseEarliest => {
+                            tracing::warn!(split = %split.topic, "data loss: {what}; resuming from the earliest message");
+                            consumer.seek_to_earliest().await?;
+                            start = StartPosition::Earliest;
+                        }
+                    }
+                } else {
+                    consumer
+                        .seek_to_message(MessageId {
+                            batch_index: -1,
+                            batch_size: -1,
+                            ..id
+                        })
+                        .await?;
+                    skip_through = Some(id);
+                }
+            }
+        }
+        Ok(SplitReader {
+            split,
+            consumer,
+            skip_through,
+            last_emitted: None,
+            last_complete_entry: None,
+            start,
+        })
+    }
+
+    pub fn split(&self) -> &Split {
+        &self.split
+    }
+
+    /// Up to `max` messages, waiting at most `wait` for the first one. Cancel safe.
+    pub async fn next_batch(&mut self, max: usize, wait: Duration) -> Result<Vec<IncomingMessage>> {
+        let mut batch = self
+            .consumer
+            .receive_batch(max, wait)
+            .await
+            .with_context(|| format!("receiving from {}", self.split.topic))?;
+        let mut floor = match (self.last_emitted, self.skip_through) {
+            (Some(a), Some(b)) => Some(if compare_positions(&a, &b) == Ordering::Greater {
+                a
+            } else {
+                b
+            }),
+            (a, b) => a.or(b),
+        };
+        let before = batch.len();
+        batch.retain(|m| {
+            let newer =
+                floor.is_none_or(|f| compare_positions(&m.message_id, &f) == Ordering::Greater);
+            if newer {
+                floor = Some(m.message_id);
+            }
+            newer
+        });
+        if batch.len() < before {
+            tracing::debug!(split = %self.split.topic, dropped = before - batch.len(), "dropped replayed messages");
+        }
+        for m in &batch {
+            let id = m.message_id;
+            if id.batch_index < 0 || id.batch_index + 1 >= id.batch_size {
+                self.last_complete_entry = Some(MessageId {
+                    batch_index: -1,
+                    batch_size: -1,
+                    ..id
+                });
+            }
+        }
+        if let Some(last) = batch.last() {
+            self.last_emitted = Some(last.message_id);
+        }
+        Ok(batch)
+    }
+
+    /// The position after everything handed out so far.
+    pub fn position(&self) -> SplitCheckpoint {
+        SplitCheckpoint {
+            resume: match &self.last_emitted {
+                Some(id) => StartPosition::after(id),
+                None => self.start.clone(),
+            },
+            commit_through: self.last_complete_entry.as_ref().map(format_message_id),
+        }
+    }
+
+    /// Commits `checkpoint` (a value of [`Self::position`] taken at a completed checkpoint) to the durable
+    /// subscription: a cumulative ack through its last complete entry.
+    pub async fn commit(&self, checkpoint: &SplitCheckpoint) -> Result<()> {
+        if let Some(id) = &checkpoint.commit_through {
+            let id = position_id(id, &self.split)?;
+            self.consumer.ack_cumulative(id).await.with_context(|| {
+                format!(
+                    "committing {} on {}",
+                    format_message_id(&id),
+                    self.split.topic
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    pub async fn close(self) -> Result<()> {
+        self.consumer.close().await?;
+        Ok(())
+    }
+}
+
+/// Several splits read as one stream of batches, each batch from one split.
+pub struct SplitSet {
+    readers: Vec<SplitReader>,
+    next: usize,
+}
+
+impl SplitSet {
+    pub fn new(readers: Vec<SplitReader>) -> Self {
+        SplitSet { readers, next: 0 }
+    }
+
+    pub fn readers(&self) -> &[SplitReader] {
+        &self.readers
+    }
+
+    pub fn push(&mut self, reader: SplitReader) {
+        self.readers.push(reader);
+    }
+
+    /// The next non-empty batch (at most `max` messages) and the index of its reader, waiting at most
+    /// `wait`; `None` when nothing arrived. Splits are served round robin. Cancel safe.
+    pub async fn next_batch(
+        &mut self,
+        max: usize,
+        wait: Duration,
+    ) -> Result<Option<(usize, Vec<IncomingMessage>)>> {
+        let n = self.readers.len();
+        if n == 0 {
+            tokio::time::sleep(wait).await;
+            return Ok(None);
+        }
+        // What is already buffered, without waiting, starting after the split served last.
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            let batch = self.readers[i].next_batch(max, Duration::ZERO).await?;
+            if !batch.is_empty() {
+                self.next = (i + 1) % n;
+                return Ok(Some((i, batch)));
+            }
+        }
+        // Nothing buffered: wait for the first split that receives something.
+        let waits = self
+            .readers
+            .iter_mut()
+            .map(|r| Box::pin(r.next_batch(max, wait)));
+        let (result, i, _) = futures::future::select_all(waits).await;
+        let batch = result?;
+        if batch.is_empty() {
+            return Ok(None);
+        }
+        self.next = (i + 1) % n;
+        Ok(Some((i, batch)))
+    }
+
+    pub async fn close(self) -> Result<()> {
+        for r in self.readers {
+            r.close().await?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses a recorded position and checks it belongs to the split.
+fn position_id(text: &str, split: &Split) -> Result<MessageId> {
+    let mut id = parse_message_id(text)?;
+    if id.partition != split.partition {
+        if id.partition == -1 {
+            id.partition = split.partition;
+        } else {
+            bail!(
+                "message id {text} names partition {} but is used for {} (partition {})",
+                id.partition,
+                split.topic,
+                split.partition
+            );
+        }
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_order_by_ledger_entry_and_batch_index() {
+        let id = |l, e, b| MessageId {
+            ledger_id: l,
+            entry_id: e,
+            batch_index: b,
+            ..MessageId::EARLIEST
+        };
+        assert_eq!(
+            compare_positions(&id(1, 2, 3), &id(1, 2, 4)),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_positions(&id(1, 3, -1), &id(1, 2, 9)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_positions(&id(2, 0, -1), &id(1, 99, 0)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_positions(&id(1, 2, -1), &id(1, 2, 0)),
+            Ordering::Less
+        );
+    }
+
+    #[test]
+    fn positions_serialise_readably() {
+        let p = StartPosition::After {
+            id: "1:2:-1:3".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"kind":"after","id":"1:2:-1:3"}"#
+        );
+        let back: StartPosition =
+            serde_json::from_str(r#"{"kind":"timestamp","millis":5}"#).unwrap();
+        assert_eq!(back, StartPosition::Timestamp { millis: 5 });
+    }
+}

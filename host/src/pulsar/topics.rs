@@ -1,0 +1,214 @@
+//! Topic names and the splits (topic-partitions) a source reads.
+
+use std::fmt;
+
+use anyhow::{Context, Result, bail};
+use magnetar::PulsarClient;
+use regex::Regex;
+
+/// A fully qualified topic name, `persistent://tenant/namespace/name` (or `non-persistent://`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicName(String);
+
+impl TopicName {
+    /// Completes a short name the way Pulsar does: `name` → `persistent://public/default/name`,
+    /// `tenant/ns/name` → `persistent://tenant/ns/name`.
+    pub fn parse(input: &str) -> Result<TopicName> {
+        let s = input.trim();
+        if s.is_empty() {
+            bail!("empty topic name");
+        }
+        let (domain, rest) = match s.split_once("://") {
+            Some((d @ ("persistent" | "non-persistent"), rest)) => (d, rest),
+            Some((d, _)) => bail!(
+                "invalid topic '{s}': unknown domain '{d}' (expected persistent:// or non-persistent://)"
+            ),
+            None => ("persistent", s),
+        };
+        let parts: Vec<&str> = rest.split('/').collect();
+        let full = match parts.as_slice() {
+            [name] => format!("{domain}://public/default/{name}"),
+            [tenant, ns, name] => format!("{domain}://{tenant}/{ns}/{name}"),
+            _ => bail!(
+                "invalid topic '{s}': expected 'name', 'tenant/namespace/name' or 'persistent://tenant/namespace/name'"
+            ),
+        };
+        if parts.iter().any(|p| p.trim().is_empty()) {
+            bail!("invalid topic '{s}': empty tenant, namespace or name");
+        }
+        Ok(TopicName(full))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `tenant/namespace`.
+    pub fn namespace(&self) -> &str {
+        let rest = self.0.split_once("://").map_or(self.0.as_str(), |(_, r)| r);
+        rest.rsplit_once('/').map_or(rest, |(ns, _)| ns)
+    }
+
+    /// The partition topic `<name>-partition-<i>`.
+    pub fn partition(&self, i: u32) -> TopicName {
+        TopicName(format!("{}-partition-{i}", self.0))
+    }
+
+    /// For `<name>-partition-<i>`: the parent topic and `i`.
+    pub fn partition_of(&self) -> Option<(TopicName, u32)> {
+        let (parent, idx) = self.0.rsplit_once("-partition-")?;
+        Some((TopicName(parent.to_owned()), idx.parse().ok()?))
+    }
+}
+
+impl fmt::Display for TopicName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Splits a `topic` option value: a list separated by `,` or `;` (both connector generations).
+pub fn parse_topic_list(value: &str) -> Result<Vec<TopicName>> {
+    let mut topics = Vec::new();
+    for part in value
+        .split([',', ';'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let t = TopicName::parse(part)?;
+        if !topics.contains(&t) {
+            topics.push(t);
+        }
+    }
+    if topics.is_empty() {
+        bail!("no topic in '{value}'");
+    }
+    Ok(topics)
+}
+
+/// One unit a source reads: a partition of a partitioned topic, or a non-partitioned topic.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Split {
+    /// The topic the broker serves: `<topic>-partition-<i>` or the topic itself.
+    pub topic: TopicName,
+    /// The partition index, `-1` for a non-partitioned topic.
+    pub partition: i32,
+}
+
+/// The splits of `topics` now: each partition of a partitioned topic, or the topic itself.
+pub async fn splits_of(client: &PulsarClient, topics: &[TopicName]) -> Result<Vec<Split>> {
+    let mut out = Vec::new();
+    for t in topics {
+        let n = client
+            .partitions_for_topic(t.as_str())
+            .await
+            .with_context(|| format!("looking up the partitions of {t}"))?;
+        if n == 0 {
+            out.push(Split {
+                topic: t.clone(),
+                partition: -1,
+            });
+        } else {
+            out.extend((0..n).map(|i| Split {
+                topic: t.partition(i),
+                partition: i as i32,
+            }));
+        }
+    }
+    Ok(out)
+}
+
+/// The topics of the pattern's namespace whose full name matches `pattern` (the whole name must match,
+/// as in Java's `Pattern.matches`). Partitions are folded into their parent topic.
+pub async fn topics_matching(client: &PulsarClient, pattern: &str) -> Result<Vec<TopicName>> {
+    let full = if pattern.contains("://") {
+        pattern.to_owned()
+    } else {
+        format!("persistent://{pattern}")
+    };
+    let namespace = {
+        let rest = full.split_once("://").map_or(full.as_str(), |(_, r)| r);
+        let mut it = rest.splitn(3, '/');
+        match (it.next(), it.next(), it.next()) {
+            (Some(t), Some(ns), Some(_)) => format!("{t}/{ns}"),
+            _ => bail!(
+                "invalid topic-pattern '{pattern}': expected 'persistent://tenant/namespace/<regex>' or 'tenant/namespace/<regex>'"
+            ),
+        }
+    };
+    let re = Regex::new(&format!("^(?:{full})$"))
+        .with_context(|| format!("invalid topic-pattern '{pattern}': not a regular expression"))?;
+    let names = client
+        .topic_list_snapshot(&namespace, &full)
+        .await
+        .with_context(|| format!("listing the topics of namespace {namespace}"))?;
+    let mut out: Vec<TopicName> = Vec::new();
+    for name in names {
+        let t = TopicName(name);
+        let parent = t.partition_of().map_or(t, |(p, _)| p);
+        if re.is_match(parent.as_str()) && !out.contains(&parent) {
+            out.push(parent);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completes_short_names() {
+        assert_eq!(
+            TopicName::parse("orders").unwrap().as_str(),
+            "persistent://public/default/orders"
+        );
+        assert_eq!(
+            TopicName::parse("t/ns/x").unwrap().as_str(),
+            "persistent://t/ns/x"
+        );
+        assert_eq!(
+            TopicName::parse("non-persistent://t/ns/x")
+                .unwrap()
+                .as_str(),
+            "non-persistent://t/ns/x"
+        );
+        assert!(
+            TopicName::parse("kafka://t/ns/x")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown domain")
+        );
+        assert!(TopicName::parse("a/b").is_err());
+        assert!(
+            TopicName::parse("t//x")
+                .unwrap_err()
+                .to_string()
+                .contains("empty")
+        );
+        assert_eq!(TopicName::parse("t/ns/x").unwrap().namespace(), "t/ns");
+    }
+
+    #[test]
+    fn lists_split_on_commas_and_semicolons() {
+        let l = parse_topic_list("a, b;persistent://t/n/c;;a").unwrap();
+        let names: Vec<_> = l.iter().map(TopicName::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "persistent://public/default/a",
+                "persistent://public/default/b",
+                "persistent://t/n/c"
+            ]
+        );
+    }
+
+    #[test]
+    fn partitions_round_trip() {
+        let t = TopicName::parse("x").unwrap();
+        let p = t.partition(3);
+        assert_eq!(p.as_str(), "persistent://public/default/x-partition-3");
+        assert_eq!(p.partition_of(), Some((t, 3)));
+    }
+}
