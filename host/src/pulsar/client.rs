@@ -64,6 +64,10 @@ pub async fn connect(config: &ClientConfig) -> Result<PulsarClient, ConnectError
     let mut builder = PulsarClient::builder()
         .service_url(config.service_url.clone())
         .operation_timeout(config.operation_timeout)
+        // A consumer that holds permits over a backlog and receives nothing for this long is re-attached
+        // (magnetar's stall watchdog); redelivered messages are dropped by the split readers.
+        .consumer_stall_timeout(Duration::from_secs(10))
+        .consumer_stall_auto_recovery(5)
         .enable_reconnect(SupervisorConfig {
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),

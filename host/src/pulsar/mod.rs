@@ -9,6 +9,7 @@ pub mod message;
 pub mod message_id;
 pub mod reader;
 pub mod topics;
+pub mod writer;
 
 pub use client::{Authentication, ClientConfig, connect};
 pub use message_id::{MessageIdParseError, parse_message_id};

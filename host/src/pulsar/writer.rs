@@ -1,0 +1,259 @@
+//! Writing to a topic with explicit partitions, a bounded number of sends in flight, and a flush that
+//! returns only when every send was acknowledged by the broker (what an at-least-once checkpoint needs).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use magnetar::proto::TxnId;
+use magnetar::proto::types::CompressionKind;
+use magnetar::runtime_tokio::Producer;
+use magnetar::{MessageId, OutgoingMessage, PulsarClient};
+
+use super::topics::TopicName;
+
+/// Producer settings.
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    /// `None` disables batching; otherwise (max messages, max bytes, max delay) per batch.
+    pub batching: Option<(usize, usize, Duration)>,
+    pub compression: CompressionKind,
+    /// Deadline for the broker's receipt of one send.
+    pub send_timeout: Duration,
+    /// Sends in flight per topic before `send` waits for receipts (backpressure).
+    pub max_in_flight: usize,
+    /// Producer name prefix (the partition index is appended); `None` lets the broker choose.
+    pub producer_name: Option<String>,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        WriterConfig {
+            batching: Some((1_000, 128 * 1024, Duration::from_millis(5))),
+            compression: CompressionKind::None,
+            send_timeout: Duration::from_secs(30),
+            max_in_flight: 2_000,
+            producer_name: None,
+        }
+    }
+}
+
+impl WriterConfig {
+    /// magnetar 1.7.4 compresses each message before batching, which other clients cannot read
+    /// (docs/adr/0001-pulsar-client.md), so the two are not combined.
+    pub fn validate(&self) -> Result<()> {
+        if self.batching.is_some() && self.compression != CompressionKind::None {
+            bail!(
+                "compression together with batching is not supported yet (the Pulsar client would write batches \
+                 other clients cannot read): disable batching or compression"
+            );
+        }
+        if self.max_in_flight == 0 {
+            bail!("max_in_flight must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// A send the broker did not acknowledge.
+#[derive(Debug, thiserror::Error)]
+#[error("send to {topic} failed: {reason}")]
+pub struct SendFailure {
+    pub topic: String,
+    pub reason: String,
+    /// The message, when the writer keeps failed messages (for a dead-letter topic).
+    pub message: Option<OutgoingMessage>,
+}
+
+type InFlight =
+    std::pin::Pin<Box<dyn Future<Output = std::result::Result<MessageId, SendFailure>> + Send>>;
+
+/// Writes to one topic: one producer per partition (or one for a non-partitioned topic).
+pub struct TopicWriter {
+    topic: TopicName,
+    producers: Vec<(TopicName, Producer)>,
+    partitioned: bool,
+    in_flight: FuturesUnordered<InFlight>,
+    max_in_flight: usize,
+    keep_failed: bool,
+    failures: Vec<SendFailure>,
+    acknowledged: u64,
+}
+
+impl TopicWriter {
+    /// Opens producers for every partition of `topic`.
+    pub async fn open(
+        client: &PulsarClient,
+        topic: TopicName,
+        config: &WriterConfig,
+    ) -> Result<TopicWriter> {
+        config.validate()?;
+        let partitions = client
+            .partitions_for_topic(topic.as_str())
+            .await
+            .with_context(|| format!("looking up the partitions of {topic}"))?;
+        let targets: Vec<(TopicName, i32)> = if partitions == 0 {
+            vec![(topic.clone(), -1)]
+        } else {
+            (0..partitions)
+                .map(|i| (topic.partition(i), i as i32))
+                .collect()
+        };
+        let mut producers = Vec::with_capacity(targets.len());
+        for (t, idx) in targets {
+            let mut b = client
+                .producer(t.as_str())
+                .compression(config.compression)
+                .send_timeout(config.send_timeout);
+            if let Some((msgs, bytes, delay)) = config.batching {
+                b = b.batching(msgs, bytes).batching_max_publish_delay(delay);
+            }
+            if let Some(name) = &config.producer_name {
+                b = b.name(if idx >= 0 {
+                    format!("{name}-{idx}")
+                } else {
+                    name.clone()
+                });
+            }
+            let p = b
+                .create()
+                .await
+                .with_context(|| format!("creating a producer on {t}"))?;
+            producers.push((t, p));
+        }
+        Ok(TopicWriter {
+            topic,
+            producers,
+            partitioned: partitions > 0,
+            in_flight: FuturesUnordered::new(),
+            max_in_flight: config.max_in_flight,
+            keep_failed: false,
+            failures: Vec::new(),
+            acknowledged: 0,
+        })
+    }
+
+    /// Keep failed messages in [`SendFailure::message`] (to re-route them to a dead-letter topic).
+    pub fn keep_failed_messages(&mut self, on: bool) {
+        self.keep_failed = on;
+    }
+
+    pub fn topic(&self) -> &TopicName {
+        &self.topic
+    }
+
+    /// The number of partitions, 0 for a non-partitioned topic.
+    pub fn partitions(&self) -> u32 {
+        if self.partitioned {
+            self.producers.len() as u32
+        } else {
+            0
+        }
+    }
+
+    /// Sends acknowledged so far.
+    pub fn acknowledged(&self) -> u64 {
+        self.acknowledged
+    }
+
+    /// Enqueues one message for `partition` (ignored for a non-partitioned topic). Waits for receipts when
+    /// too many sends are in flight. A failed send is not an error here: it is reported by [`Self::flush`]
+    /// (and [`Self::take_failures`]).
+    pub async fn send(&mut self, partition: u32, message: OutgoingMessage) -> Result<()> {
+        let idx = if self.partitioned {
+            partition as usize
+        } else {
+            0
+        };
+        if idx >= self.producers.len() {
+            bail!(
+                "partition {partition} does not exist: {} has {} partitions",
+                self.topic,
+                self.producers.len()
+            );
+        }
+        while self.in_flight.len() >= self.max_in_flight {
+            self.reap_one().await;
+        }
+        let (target, producer) = &self.producers[idx];
+        let kept = self.keep_failed.then(|| message.clone());
+        let fut = producer.send(message.into());
+        let topic = target.to_string();
+        self.in_flight.push(Box::pin(async move {
+            fut.await.map_err(|e| SendFailure {
+                topic,
+                reason: e.to_string(),
+                message: kept,
+            })
+        }));
+        // Collect receipts that are already in, without waiting.
+        while let Some(Some(r)) = futures::FutureExt::now_or_never(self.in_flight.next()) {
+            self.record(r);
+        }
+        Ok(())
+    }
+
+    async fn reap_one(&mut self) {
+        if let Some(r) = self.in_flight.next().await {
+            self.record(r);
+        }
+    }
+
+    fn record(&mut self, r: std::result::Result<MessageId, SendFailure>) {
+        match r {
+            Ok(_) => self.acknowledged += 1,
+            Err(f) => self.failures.push(f),
+        }
+    }
+
+    /// Flushes every producer's pending batch and waits for every receipt. Fails when any send since the
+    /// last flush failed (the failures stay available through [`Self::take_failures`]).
+    pub async fn flush(&mut self) -> Result<()> {
+        for (t, p) in &self.producers {
+            p.flush()
+                .await
+                .with_context(|| format!("flushing the producer of {t}"))?;
+        }
+        while !self.in_flight.is_empty() {
+            self.reap_one().await;
+        }
+        if let Some(first) = self.failures.first() {
+            bail!(
+                "{} send(s) to {} failed; first: {first}",
+                self.failures.len(),
+                self.topic
+            );
+        }
+        Ok(())
+    }
+
+    /// The failures recorded so far, clearing them.
+    pub fn take_failures(&mut self) -> Vec<SendFailure> {
+        std::mem::take(&mut self.failures)
+    }
+
+    /// Flushes and closes the producers.
+    pub async fn close(mut self) -> Result<()> {
+        let flushed = self.flush().await;
+        for (_, p) in self.producers {
+            p.close().await.ok();
+        }
+        flushed
+    }
+
+    /// Sends `message` inside transaction `txn` (the caller registered the partition with the transaction).
+    pub async fn send_in_transaction(
+        &mut self,
+        partition: u32,
+        message: OutgoingMessage,
+        txn: TxnId,
+    ) -> Result<()> {
+        self.send(partition, message.txn(txn)).await
+    }
+
+    /// The topic each partition index is written to.
+    pub fn partition_topics(&self) -> impl Iterator<Item = &TopicName> {
+        self.producers.iter().map(|(t, _)| t)
+    }
+}
