@@ -59,7 +59,7 @@ async fn writes_each_message_to_the_partition_it_is_given_and_flush_waits_for_ev
     let mut per_partition = BTreeMap::new();
     for mut r in readers {
         let p = r.split().partition;
-        let want = (0..3000).filter(|i| (i % 3) as i32 == p).count();
+        let want = (0..3000).filter(|i| i % 3 == p).count();
         let mut got = Vec::new();
         while got.len() < want {
             let batch = r.next_batch(500, Duration::from_secs(20)).await?;
