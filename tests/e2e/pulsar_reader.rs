@@ -353,3 +353,68 @@ async fn a_split_set_reads_every_partition() -> Result<()> {
     client.close().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_subscription_is_read_from_its_own_cursor() -> Result<()> {
+    let broker = TestBroker::get();
+    let client = broker.client().await?;
+    let topic = unique_topic("reader-external");
+    produce(&client, &topic, 0..10, false).await?;
+    // Someone else consumed and acknowledged the first three messages on "ext".
+    let mut r = SplitReader::open(
+        &client,
+        split(&topic),
+        "ext",
+        StartPosition::Earliest,
+        DataLossPolicy::Fail,
+    )
+    .await?;
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        seen.extend(r.next_batch(3 - seen.len(), Duration::from_secs(5)).await?);
+    }
+    r.commit(&r.position()).await?;
+    r.close().await?;
+
+    let cursor = StartPosition::SubscriptionCursor {
+        from_earliest: false,
+    };
+    let mut r = SplitReader::open(
+        &client,
+        split(&topic),
+        "ext",
+        cursor.clone(),
+        DataLossPolicy::Fail,
+    )
+    .await?;
+    assert_eq!(read_n(&mut r, 7).await?, (3..10).collect::<Vec<_>>());
+    r.close().await?;
+
+    // A subscription that does not exist yet starts at the latest message, or the earliest when asked.
+    let mut r = SplitReader::open(
+        &client,
+        split(&topic),
+        "new-latest",
+        cursor,
+        DataLossPolicy::Fail,
+    )
+    .await?;
+    produce(&client, &topic, 10..12, false).await?;
+    assert_eq!(read_n(&mut r, 2).await?, vec![10, 11]);
+    r.close().await?;
+    let earliest = StartPosition::SubscriptionCursor {
+        from_earliest: true,
+    };
+    let mut r = SplitReader::open(
+        &client,
+        split(&topic),
+        "new-earliest",
+        earliest,
+        DataLossPolicy::Fail,
+    )
+    .await?;
+    assert_eq!(read_n(&mut r, 12).await?, (0..12).collect::<Vec<_>>());
+    r.close().await?;
+    client.close().await;
+    Ok(())
+}

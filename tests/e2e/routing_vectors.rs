@@ -10,7 +10,9 @@ use serde_json::Value;
 
 fn vectors() -> Result<(Vec<String>, Value)> {
     let path = xtask::paths::workspace_root().join("tests/golden/routing/vectors.json");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?)?;
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?,
+    )?;
     let keys = v["keys_base64"]
         .as_array()
         .context("keys")?
@@ -24,10 +26,16 @@ fn check(name: &str, hash: impl Fn(&str) -> u32) -> Result<()> {
     let (keys, partitions) = vectors()?;
     assert_eq!(keys.len(), 10_000);
     for n in 1..=16u32 {
-        let want = partitions[n.to_string()][name].as_array().context("column")?;
+        let want = partitions[n.to_string()][name]
+            .as_array()
+            .context("column")?;
         for (key, want) in keys.iter().zip(want) {
             let got = hash(key) % n;
-            assert_eq!(u64::from(got), want.as_u64().unwrap(), "{name}: key {key:?}, {n} partitions");
+            assert_eq!(
+                u64::from(got),
+                want.as_u64().unwrap(),
+                "{name}: key {key:?}, {n} partitions"
+            );
         }
     }
     Ok(())

@@ -42,6 +42,11 @@ pub enum StartPosition {
     Timestamp {
         millis: u64,
     },
+    /// Wherever the (external) subscription's cursor is; a subscription that does not exist yet is created
+    /// at the earliest message when `from_earliest`, else at the latest (`scan.startup.sub-start-offset`).
+    SubscriptionCursor {
+        from_earliest: bool,
+    },
 }
 
 impl StartPosition {
@@ -88,11 +93,20 @@ pub fn compare_positions(a: &MessageId, b: &MessageId) -> Ordering {
 }
 
 async fn subscribe(client: &PulsarClient, split: &Split, subscription: &str) -> Result<Consumer> {
+    subscribe_at(client, split, subscription, InitialPosition::Earliest).await
+}
+
+async fn subscribe_at(
+    client: &PulsarClient,
+    split: &Split,
+    subscription: &str,
+    initial: InitialPosition,
+) -> Result<Consumer> {
     client
         .consumer(split.topic.as_str())
         .subscription(subscription)
         .subscription_type(SubType::Exclusive)
-        .initial_position(InitialPosition::Earliest)
+        .initial_position(initial)
         .receiver_queue_size(2_000)
         .subscribe()
         .await
@@ -147,10 +161,18 @@ impl SplitReader {
         start: StartPosition,
         on_data_loss: DataLossPolicy,
     ) -> Result<SplitReader> {
-        let consumer = subscribe(client, &split, subscription).await?;
+        let initial = match start {
+            StartPosition::SubscriptionCursor {
+                from_earliest: false,
+            } => InitialPosition::Latest,
+            _ => InitialPosition::Earliest,
+        };
+        let consumer = subscribe_at(client, &split, subscription, initial).await?;
         let mut start = start;
         let mut skip_through = None;
         match &start {
+            // The subscription's own cursor is the position: nothing to move.
+            StartPosition::SubscriptionCursor { .. } => {}
             StartPosition::Earliest => consumer.seek_to_earliest().await?,
             StartPosition::Latest => consumer.seek_to_latest().await?,
             StartPosition::Timestamp { millis } => consumer.seek_to_timestamp(*millis).await?,
