@@ -9,6 +9,7 @@ pub mod message;
 pub mod message_id;
 pub mod reader;
 pub mod topics;
+pub mod transactions;
 pub mod writer;
 
 pub use client::{Authentication, ClientConfig, connect};

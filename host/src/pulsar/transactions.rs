@@ -1,0 +1,132 @@
+//! Ending transactions by id: what an exactly-once sink needs when it restarts.
+//!
+//! A checkpoint records the id of the transaction it pre-committed; after a crash the restarted job must
+//! commit that transaction (it may already be committed) and abort the one that was open when it died. The
+//! client façade can only end a transaction it opened itself, so recovery uses its own connection to the
+//! transaction coordinator.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use magnetar::ConnectionConfig;
+use magnetar::proto::auth::TokenAuth;
+use magnetar::proto::{TxnAction, TxnId};
+use magnetar::runtime_tokio::Client;
+
+use super::client::{Authentication, ClientConfig};
+
+/// A transaction id as checkpoints store it: `most:least`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TxnRef(pub TxnId);
+
+impl fmt::Display for TxnRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.0.most_sig_bits, self.0.least_sig_bits)
+    }
+}
+
+impl FromStr for TxnRef {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let (most, least) = s
+            .split_once(':')
+            .with_context(|| format!("invalid transaction id '{s}' (expected most:least)"))?;
+        Ok(TxnRef(TxnId::new(
+            most.trim()
+                .parse()
+                .with_context(|| format!("invalid transaction id '{s}'"))?,
+            least
+                .trim()
+                .parse()
+                .with_context(|| format!("invalid transaction id '{s}'"))?,
+        )))
+    }
+}
+
+/// How ending a transaction turned out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndOutcome {
+    /// Ended now as asked.
+    Done,
+    /// The coordinator no longer knows it: it already ended (committed or aborted earlier) or it expired
+    /// (its timeout passed, so the broker aborted it). The reason is the broker's.
+    Unknown(String),
+}
+
+/// A connection to the transaction coordinator for ending transactions by id.
+pub struct TxnCoordinator {
+    client: Client,
+}
+
+impl TxnCoordinator {
+    pub async fn connect(config: &ClientConfig) -> Result<TxnCoordinator> {
+        let auth: Option<Arc<dyn magnetar::AuthProvider>> = match &config.auth {
+            Authentication::None => None,
+            Authentication::Token(token) => Some(Arc::new(TokenAuth::from_string(token.clone()))),
+        };
+        let client = Client::connect_auth(&config.service_url, ConnectionConfig::default(), auth)
+            .await
+            .with_context(|| {
+                format!(
+                    "connecting to the transaction coordinator at {}",
+                    config.service_url
+                )
+            })?;
+        // The coordinator handshake happens on the first new transaction: open and abort one.
+        let probe = client.new_txn(Duration::from_secs(30)).await.context(
+            "opening a transaction (is transactionCoordinatorEnabled=true on the broker?)",
+        )?;
+        client
+            .end_txn(probe, TxnAction::Abort)
+            .await
+            .context("aborting the probe transaction")?;
+        Ok(TxnCoordinator { client })
+    }
+
+    pub async fn commit(&self, txn: TxnRef) -> Result<EndOutcome> {
+        self.end(txn, TxnAction::Commit).await
+    }
+
+    pub async fn abort(&self, txn: TxnRef) -> Result<EndOutcome> {
+        self.end(txn, TxnAction::Abort).await
+    }
+
+    async fn end(&self, txn: TxnRef, action: TxnAction) -> Result<EndOutcome> {
+        match self.client.end_txn(txn.0, action).await {
+            Ok(_) => Ok(EndOutcome::Done),
+            Err(e) => {
+                let text = e.to_string();
+                let lower = text.to_ascii_lowercase();
+                if lower.contains("not found")
+                    || lower.contains("invalid txn status")
+                    || lower.contains("aborted")
+                {
+                    Ok(EndOutcome::Unknown(text))
+                } else {
+                    bail!("ending transaction {txn} ({action:?}) failed: {text}")
+                }
+            }
+        }
+    }
+
+    pub async fn close(self) {
+        self.client.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_as_text() {
+        let t: TxnRef = "1:42".parse().unwrap();
+        assert_eq!(t.0, TxnId::new(1, 42));
+        assert_eq!(t.to_string(), "1:42");
+        assert!("142".parse::<TxnRef>().is_err());
+        assert!("a:1".parse::<TxnRef>().is_err());
+    }
+}
