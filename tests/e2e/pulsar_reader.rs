@@ -418,3 +418,70 @@ async fn an_external_subscription_is_read_from_its_own_cursor() -> Result<()> {
     client.close().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_finds_partitions_and_topics_added_while_running() -> Result<()> {
+    use pulsar_connect::pulsar::admin::admin_client;
+    use pulsar_connect::pulsar::topics::{Discovery, TopicSelection};
+    let broker = TestBroker::get();
+    let client = broker.client().await?;
+    let admin = admin_client(&broker.admin_url, broker.token.as_deref())?;
+    let base = unique_topic("disc");
+    let a = format!("{base}-a");
+    broker.create_partitioned_topic(&a, 2)?;
+
+    // A list of topics: a partition added later is found.
+    let list = TopicSelection::Topics(vec![TopicName::parse(&a)?]);
+    let initial = list.splits(&client, None).await?;
+    assert_eq!(initial.len(), 2);
+    let mut by_list = Discovery::new(list, initial);
+    assert!(by_list.new_splits(&client, None).await?.is_empty());
+
+    // A pattern over the namespace: a new matching topic is found, through admin and binary protocol alike.
+    let pattern = TopicSelection::Pattern(format!("{}-.*", regex::escape(&base)));
+    let initial = pattern.splits(&client, Some(&admin)).await?;
+    assert_eq!(initial.len(), 2, "{initial:?}");
+    let mut by_pattern_admin = Discovery::new(pattern.clone(), initial.clone());
+    let mut by_pattern_binary = Discovery::new(pattern, initial);
+
+    broker.admin(
+        "POST",
+        &format!(
+            "/admin/v2/persistent/{}/partitions",
+            a.trim_start_matches("persistent://")
+        ),
+        Some("3"),
+    )?;
+    let b = format!("{base}-b");
+    produce(&client, &b, 0..1, false).await?;
+    let unrelated = unique_topic("other");
+    produce(&client, &unrelated, 0..1, false).await?;
+
+    let found = by_list.new_splits(&client, None).await?;
+    assert_eq!(
+        found
+            .iter()
+            .map(|s| s.topic.to_string())
+            .collect::<Vec<_>>(),
+        vec![format!("{a}-partition-2")]
+    );
+    for (name, d, admin) in [
+        ("admin", &mut by_pattern_admin, Some(&admin)),
+        ("binary", &mut by_pattern_binary, None),
+    ] {
+        let mut found: Vec<String> = d
+            .new_splits(&client, admin)
+            .await?
+            .iter()
+            .map(|s| s.topic.to_string())
+            .collect();
+        found.sort();
+        assert_eq!(found, vec![format!("{a}-partition-2"), b.clone()], "{name}");
+        assert!(
+            d.new_splits(&client, admin).await?.is_empty(),
+            "{name}: reported once"
+        );
+    }
+    client.close().await;
+    Ok(())
+}

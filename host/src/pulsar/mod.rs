@@ -4,6 +4,7 @@
 //! reconnect supervision ([`client`]), and message ids in the forms users and checkpoints use
 //! ([`message_id`]).
 
+pub mod admin;
 pub mod client;
 pub mod message;
 pub mod message_id;

@@ -1,9 +1,11 @@
 //! Topic names and the splits (topic-partitions) a source reads.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use anyhow::{Context, Result, bail};
 use magnetar::PulsarClient;
+use magnetar::admin::AdminClient;
 use regex::Regex;
 
 /// A fully qualified topic name, `persistent://tenant/namespace/name` (or `non-persistent://`).
@@ -118,9 +120,66 @@ pub async fn splits_of(client: &PulsarClient, topics: &[TopicName]) -> Result<Ve
     Ok(out)
 }
 
-/// The topics of the pattern's namespace whose full name matches `pattern` (the whole name must match,
-/// as in Java's `Pattern.matches`). Partitions are folded into their parent topic.
-pub async fn topics_matching(client: &PulsarClient, pattern: &str) -> Result<Vec<TopicName>> {
+/// What a source reads: a list of topics, or every topic of one namespace matching a pattern.
+#[derive(Debug, Clone)]
+pub enum TopicSelection {
+    Topics(Vec<TopicName>),
+    Pattern(String),
+}
+
+impl TopicSelection {
+    /// The splits selected now. Pattern listing uses the admin API when one is given (no broker-side state),
+    /// else a topic-list snapshot over the binary protocol.
+    pub async fn splits(
+        &self,
+        client: &PulsarClient,
+        admin: Option<&AdminClient>,
+    ) -> Result<Vec<Split>> {
+        match self {
+            TopicSelection::Topics(topics) => splits_of(client, topics).await,
+            TopicSelection::Pattern(pattern) => {
+                let topics = match admin {
+                    Some(admin) => topics_matching_admin(admin, pattern).await?,
+                    None => topics_matching(client, pattern).await?,
+                };
+                splits_of(client, &topics).await
+            }
+        }
+    }
+}
+
+/// Tracks the splits a running source knows, to find the ones that appeared since (new partitions of a
+/// partitioned topic, new topics matching a pattern). Splits that disappear are not reported.
+#[derive(Debug)]
+pub struct Discovery {
+    selection: TopicSelection,
+    known: BTreeSet<Split>,
+}
+
+impl Discovery {
+    pub fn new(selection: TopicSelection, known: impl IntoIterator<Item = Split>) -> Self {
+        Discovery {
+            selection,
+            known: known.into_iter().collect(),
+        }
+    }
+
+    /// Splits selected now that were not known; they become known.
+    pub async fn new_splits(
+        &mut self,
+        client: &PulsarClient,
+        admin: Option<&AdminClient>,
+    ) -> Result<Vec<Split>> {
+        let now = self.selection.splits(client, admin).await?;
+        Ok(now
+            .into_iter()
+            .filter(|s| self.known.insert(s.clone()))
+            .collect())
+    }
+}
+
+/// Splits a pattern into its namespace, an anchored regex over full topic names, and the full pattern.
+fn pattern_parts(pattern: &str) -> Result<(String, Regex, String)> {
     let full = if pattern.contains("://") {
         pattern.to_owned()
     } else {
@@ -138,10 +197,11 @@ pub async fn topics_matching(client: &PulsarClient, pattern: &str) -> Result<Vec
     };
     let re = Regex::new(&format!("^(?:{full})$"))
         .with_context(|| format!("invalid topic-pattern '{pattern}': not a regular expression"))?;
-    let names = client
-        .topic_list_snapshot(&namespace, &full)
-        .await
-        .with_context(|| format!("listing the topics of namespace {namespace}"))?;
+    Ok((namespace, re, full))
+}
+
+/// Matching names, partitions folded into their parent topic, sorted.
+fn fold_matching(names: impl IntoIterator<Item = String>, re: &Regex) -> Vec<TopicName> {
     let mut out: Vec<TopicName> = Vec::new();
     for name in names {
         let t = TopicName(name);
@@ -151,7 +211,30 @@ pub async fn topics_matching(client: &PulsarClient, pattern: &str) -> Result<Vec
         }
     }
     out.sort();
-    Ok(out)
+    out
+}
+
+/// [`topics_matching`] through the admin API.
+pub async fn topics_matching_admin(admin: &AdminClient, pattern: &str) -> Result<Vec<TopicName>> {
+    let (namespace, re, _) = pattern_parts(pattern)?;
+    let names = admin.topics_list(&namespace).await.with_context(|| {
+        format!("listing the topics of namespace {namespace} through the admin API")
+    })?;
+    Ok(fold_matching(names, &re))
+}
+
+/// The topics of the pattern's namespace whose full name matches `pattern` (the whole name must match,
+/// as in Java's `Pattern.matches`). Partitions are folded into their parent topic.
+pub async fn topics_matching(client: &PulsarClient, pattern: &str) -> Result<Vec<TopicName>> {
+    let (namespace, re, full) = pattern_parts(pattern)?;
+    // The broker bounds the length of a watcher's pattern (50 by default): ask for the whole namespace
+    // and match here.
+    let domain = full.split_once("://").map_or("persistent", |(d, _)| d);
+    let names = client
+        .topic_list_snapshot(&namespace, &format!("{domain}://{namespace}/.*"))
+        .await
+        .with_context(|| format!("listing the topics of namespace {namespace}"))?;
+    Ok(fold_matching(names, &re))
 }
 
 #[cfg(test)]
