@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use base64::Engine as _;
 use magnetar::proto::pb::command_subscribe::{InitialPosition, SubType};
 use magnetar::proto::types::CompressionKind;
 use pulsar_connect::pulsar::message;
@@ -67,15 +68,18 @@ async fn what_the_official_client_writes_we_read_with_every_field() -> Result<()
         );
     }
     let mut got = BTreeMap::new();
-    for consumer in consumers {
-        if got.len() == written.len() {
-            consumer.close().await?;
-            continue;
-        }
-        // Drain the partition: a quiet period of 10 s ends it (the whole topic was written already).
-        while let Ok(msg) = tokio::time::timeout(Duration::from_secs(10), consumer.receive()).await
-        {
-            let msg = msg?;
+    for (p, consumer) in consumers.into_iter().enumerate() {
+        let expected = written
+            .iter()
+            .filter(|w| {
+                python_id(w["message_id"].as_str().unwrap()).is_ok_and(|id| id.2 == p as i32)
+            })
+            .count();
+        let mut read = 0;
+        while read < expected {
+            let msg = tokio::time::timeout(Duration::from_secs(20), consumer.receive())
+                .await
+                .with_context(|| format!("partition {p}: {read} of {expected} messages"))??;
             let props: BTreeMap<String, String> = message::properties(&msg)
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect();
@@ -91,10 +95,10 @@ async fn what_the_official_client_writes_we_read_with_every_field() -> Result<()
                 ),
             );
             consumer.ack(msg.message_id).await?;
-            if got.len() == written.len() {
-                break;
-            }
+            read += 1;
         }
+        let extra = tokio::time::timeout(Duration::from_millis(500), consumer.receive()).await;
+        assert!(extra.is_err(), "partition {p}: more messages than written");
         consumer.close().await?;
     }
     assert_eq!(

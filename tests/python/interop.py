@@ -10,6 +10,7 @@
       Reads COUNT messages from the earliest position and prints one `@@`-prefixed JSON line per message.
 """
 
+import base64
 import json
 import sys
 
@@ -38,7 +39,7 @@ def produce(service_url, topic, count):
         def callback(res, msg_id, i):
             if res != pulsar.Result.Ok:
                 raise SystemExit(f"send {i} failed: {res}")
-            sent.append((i, str(msg_id)))
+            sent.append((i, str(msg_id), base64.b64encode(msg_id.serialize()).decode()))
 
         for i in indexes:
             payload = f"python-{i}-" + ("x" * (i % 7)) + "ünïcødé"
@@ -51,13 +52,14 @@ def produce(service_url, topic, count):
             )
         producer.flush()
         producer.close()
-        for i, msg_id in sorted(sent):
+        for i, msg_id, id_bytes in sorted(sent):
             emit({
                 "payload": f"python-{i}-" + ("x" * (i % 7)) + "ünïcødé",
                 "key": f"key-{i}",
                 "properties": {"index": str(i), "origin": "python", "compression": str(compression)},
                 "event_time": 1_700_000_000_000 + i,
                 "message_id": msg_id,
+                "message_id_bytes": id_bytes,
             })
     client.close()
 

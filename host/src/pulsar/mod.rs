@@ -8,6 +8,7 @@ pub mod admin;
 pub mod client;
 pub mod message;
 pub mod message_id;
+pub mod metadata;
 pub mod reader;
 pub mod topics;
 pub mod transactions;
