@@ -125,6 +125,10 @@ async fn what_the_official_client_writes_we_read_with_every_field() -> Result<()
             (id.ledger_id, id.entry_id, id.partition, id.batch_index),
             (ledger, entry, partition, batch)
         );
+        // The `messageId` metadata column holds what the official client's `MessageId.serialize()` gives.
+        let theirs = base64::engine::general_purpose::STANDARD
+            .decode(w["message_id_bytes"].as_str().unwrap())?;
+        assert_eq!(id.to_bytes(), theirs, "{payload}: messageId bytes");
         if id.batch_index >= 0 {
             batched += 1;
         }
