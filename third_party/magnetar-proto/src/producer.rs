@@ -183,6 +183,10 @@ pub struct ProducerState {
     pub pending: VecDeque<OpSend>,
     /// Fast lookup for "is this sequence id pending?".
     pending_index: rustc_hash::FxHashMap<SequenceId, usize>,
+    /// pulsar-connect patch: `pending_index` holds *absolute* positions (`pending_base` + the position
+    /// in `pending`), so removing the front (every in-order receipt) is O(1) instead of rewriting every
+    /// entry of the index.
+    pending_base: usize,
     /// Batch container (only used when batching is enabled).
     pub batch: BatchContainer,
     /// Frames the user-pump should drain via [`Self::next_outbound_frame`].
@@ -623,6 +627,7 @@ impl ProducerState {
             last_sequence_id_published: -1,
             pending: VecDeque::new(),
             pending_index: rustc_hash::FxHashMap::default(),
+            pending_base: 0,
             batch: BatchContainer::default(),
             outbound: VecDeque::new(),
             closed: false,
@@ -704,6 +709,7 @@ impl ProducerState {
             // for the invariant audit).
             if let Some(mut op) = self.pending.pop_front() {
                 self.pending_index.remove(&op.sequence_id);
+                self.pending_base = self.pending_base.wrapping_add(1);
                 out.push((op.sequence_id, op.waker.take()));
             } else {
                 break;
@@ -1050,7 +1056,7 @@ impl ProducerState {
             enqueued_at: now,
             replay_frames,
         };
-        self.pending_index.insert(seq, self.pending.len());
+        self.pending_index.insert(seq, self.pending_base.wrapping_add(self.pending.len()));
         self.pending.push_back(op);
         Ok(SendDecision::Emit { count: 1 })
     }
@@ -1125,7 +1131,7 @@ impl ProducerState {
             replay_frames: Vec::new(),
         };
         self.pending_index
-            .insert(SequenceId(msg_seq), self.pending.len());
+            .insert(SequenceId(msg_seq), self.pending_base.wrapping_add(self.pending.len()));
         self.pending.push_back(op);
         // First message in the current batch — stamp the monotonic timestamp so
         // `Connection::handle_timeout` can force a flush once
@@ -1410,7 +1416,7 @@ impl ProducerState {
             replay_frames,
         };
         self.pending_index
-            .insert(ctx.sequence_id, self.pending.len());
+            .insert(ctx.sequence_id, self.pending_base.wrapping_add(self.pending.len()));
         self.pending.push_back(op);
         Ok(SendDecision::Emit { count: emitted })
     }
@@ -1440,8 +1446,11 @@ impl ProducerState {
         now: std::time::Instant,
     ) -> Option<(SequenceId, MessageId, Option<Waker>)> {
         let seq = SequenceId(receipt.sequence_id);
-        let _idx = self.pending_index.remove(&seq)?;
-        let position = self.pending.iter().position(|op| op.sequence_id == seq)?;
+        let abs = self.pending_index.remove(&seq)?;
+        let position = abs.wrapping_sub(self.pending_base);
+        if self.pending.get(position).is_none_or(|op| op.sequence_id != seq) {
+            return None;
+        }
         let mut op = self.pending.remove(position)?;
         let mid = receipt
             .message_id
@@ -1488,8 +1497,11 @@ impl ProducerState {
         err: &pb::CommandSendError,
     ) -> Option<(SequenceId, Option<Waker>, i32, String)> {
         let seq = SequenceId(err.sequence_id);
-        let _idx = self.pending_index.remove(&seq)?;
-        let position = self.pending.iter().position(|op| op.sequence_id == seq)?;
+        let abs = self.pending_index.remove(&seq)?;
+        let position = abs.wrapping_sub(self.pending_base);
+        if self.pending.get(position).is_none_or(|op| op.sequence_id != seq) {
+            return None;
+        }
         let mut op = self.pending.remove(position)?;
         let waker = op.waker.take();
         self.shift_pending_index_left(position);
@@ -1503,9 +1515,14 @@ impl ProducerState {
     /// burned an `FxHashMap` insert per in-flight slot on every receipt;
     /// now it's a single-pass `values_mut()` walk with no allocation.
     fn shift_pending_index_left(&mut self, removed_position: usize) {
+        if removed_position == 0 {
+            // The front went: every absolute position stays valid once the base moves.
+            self.pending_base = self.pending_base.wrapping_add(1);
+            return;
+        }
         for v in self.pending_index.values_mut() {
-            if *v > removed_position {
-                *v -= 1;
+            if v.wrapping_sub(self.pending_base) > removed_position {
+                *v = v.wrapping_sub(1);
             }
         }
     }
@@ -1518,8 +1535,8 @@ impl ProducerState {
     /// MUST then park the waker on the connection-wide slab instead, or the
     /// replayed receipt can never wake the future.
     pub fn register_waker(&mut self, sequence_id: SequenceId, waker: Waker) -> bool {
-        if let Some(idx) = self.pending_index.get(&sequence_id).copied() {
-            if let Some(op) = self.pending.get_mut(idx) {
+        if let Some(abs) = self.pending_index.get(&sequence_id).copied() {
+            if let Some(op) = self.pending.get_mut(abs.wrapping_sub(self.pending_base)) {
                 op.waker = Some(waker);
                 return true;
             }
@@ -1534,8 +1551,8 @@ impl ProducerState {
     /// `SendFut`-style future is dropped before the receipt lands, so the
     /// dispatcher does not later wake a no-longer-interested task.
     pub fn clear_waker(&mut self, sequence_id: SequenceId) {
-        if let Some(idx) = self.pending_index.get(&sequence_id).copied() {
-            if let Some(op) = self.pending.get_mut(idx) {
+        if let Some(abs) = self.pending_index.get(&sequence_id).copied() {
+            if let Some(op) = self.pending.get_mut(abs.wrapping_sub(self.pending_base)) {
                 op.waker = None;
             }
         }
@@ -1550,6 +1567,7 @@ impl ProducerState {
         let mut out = Vec::with_capacity(self.pending.len());
         while let Some(mut op) = self.pending.pop_front() {
             self.pending_index.remove(&op.sequence_id);
+            self.pending_base = self.pending_base.wrapping_add(1);
             out.push((op.sequence_id, op.waker.take()));
         }
         // Batch container holds messages that never made it to the wire — drop them so
@@ -1597,6 +1615,7 @@ impl ProducerState {
         let mut snapshots = Vec::with_capacity(self.pending.len());
         while let Some(mut op) = self.pending.pop_front() {
             self.pending_index.remove(&op.sequence_id);
+            self.pending_base = self.pending_base.wrapping_add(1);
             // Take the waker — the caller wakes the future exactly once with the
             // pre-reset outcome (transparent replay = no outcome stored). Clearing here
             // also prevents `apply_receipt` from later double-waking the same future
@@ -1653,6 +1672,7 @@ impl ProducerState {
             self.pending.push_front(snapshot);
         }
         self.pending_index.clear();
+        self.pending_base = 0;
         for (i, op) in self.pending.iter().enumerate() {
             self.pending_index.insert(op.sequence_id, i);
         }
