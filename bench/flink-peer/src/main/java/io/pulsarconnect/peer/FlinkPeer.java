@@ -79,6 +79,9 @@ public final class FlinkPeer {
         conf.setString("taskmanager.memory.network.min", "64m");
         conf.setString("taskmanager.memory.network.max", "64m");
         conf.setString("taskmanager.memory.managed.size", "64m");
+        // a benchmark run must end on the first failure (Flink's default with checkpointing is to restart forever);
+        // a SET 'restart-strategy.type' in the SQL file overrides this
+        conf.setString("restart-strategy.type", "none");
         conf.setString("taskmanager.numberOfTaskSlots", Integer.toString(Math.max(1, parallelism)));
         List<String> rest = new ArrayList<>();
         Pattern set = Pattern.compile("(?is)^SET\\s+'([^']*)'\\s*=\\s*'((?:[^']|'')*)'$");
@@ -117,6 +120,7 @@ public final class FlinkPeer {
         long firstRowNs = -1, lastProgressNs = System.nanoTime(), lastCount = 0, lastLogNs = System.nanoTime();
         double cpuAtFirstRow = Double.NaN;
         String outcome;
+        String failure = null;
         long peakHeap = 0;
         while (true) {
             long now = System.nanoTime();
@@ -134,9 +138,22 @@ public final class FlinkPeer {
                 outcome = "expected-rows";
                 break;
             }
-            JobStatus st = job.getJobStatus().get();
-            if (st.isGloballyTerminalState()) {
-                outcome = "job-" + st.name().toLowerCase(Locale.ROOT);
+            JobStatus st;
+            try {
+                st = job.getJobStatus().get();
+            } catch (Exception e) {
+                st = null; // the per-job MiniCluster shuts down as soon as a bounded job ends
+            }
+            if (st == null || st.isGloballyTerminalState()) {
+                try {
+                    job.getJobExecutionResult().get(30, java.util.concurrent.TimeUnit.SECONDS);
+                    outcome = "job-finished";
+                } catch (Exception e) {
+                    outcome = "job-failed";
+                    Throwable c = e;
+                    while (c.getCause() != null) c = c.getCause();
+                    failure = c.getClass().getName() + ": " + c.getMessage();
+                }
                 break;
             }
             if ((now - submitNs) / 1e9 > timeoutS) {
@@ -156,16 +173,6 @@ public final class FlinkPeer {
         peakHeap = Math.max(peakHeap, heapUsed);
         Map<String, Long> rssKb = procStatus();
 
-        String failure = null;
-        if (outcome.equals("job-failed")) {
-            try {
-                job.getJobExecutionResult().get();
-            } catch (Exception e) {
-                Throwable c = e;
-                while (c.getCause() != null) c = c.getCause();
-                failure = c.getClass().getName() + ": " + c.getMessage();
-            }
-        }
         if (outcome.equals("expected-rows") || outcome.equals("timeout")) {
             try {
                 job.cancel().get();
@@ -188,7 +195,7 @@ public final class FlinkPeer {
         r.put("rows_per_second", round(rows / wallSubmit));
         r.put("wall_seconds_from_first_row", round(wallSteady));
         r.put("rows_per_second_from_first_row", round(rows / wallSteady));
-        r.put("startup_seconds", round((submitNs - 0) > 0 && firstRowNs > 0 ? (firstRowNs - submitNs) / 1e9 : Double.NaN));
+        r.put("startup_seconds", round(firstRowNs > 0 ? (firstRowNs - submitNs) / 1e9 : Double.NaN));
         r.put("process_seconds", round((System.currentTimeMillis() - processStartMs) / 1e3));
         r.put("cpu_seconds", round(cpuAtEnd - cpuAtSubmit));
         r.put("cpu_seconds_from_first_row", round(cpuAtEnd - cpuAtFirstRow));
