@@ -1,5 +1,5 @@
 -- Pulsar (json, the seed's 4-column order rows) -> blackhole. Flink 1.18 + flink-connector-pulsar 4.1 option names.
--- Placeholders: ${SERVICE_URL}, ${TOPIC}, ${SUBSCRIPTION} (default flink-peer), ${CHECKPOINT_INTERVAL} (default 10 s).
+-- Placeholders: ${SERVICE_URL}, ${TOPIC}, ${SUBSCRIPTION} (default flink-peer-${RUN_ID}: a fresh durable subscription per run), ${CHECKPOINT_INTERVAL} (default 10 s).
 SET 'execution.checkpointing.interval' = '${CHECKPOINT_INTERVAL:-10 s}';
 
 CREATE TABLE orders (
@@ -11,7 +11,7 @@ CREATE TABLE orders (
     'connector' = 'pulsar',
     'service-url' = '${SERVICE_URL}',
     'topics' = '${TOPIC}',
-    'source.subscription-name' = '${SUBSCRIPTION:-flink-peer}',
+    'source.subscription-name' = '${SUBSCRIPTION:-flink-peer-${RUN_ID}}',
     'source.start.message-id' = 'earliest',
     'format' = 'json'
 );

@@ -1,7 +1,7 @@
 -- Pulsar (raw: the whole payload as one STRING column) -> blackhole.
 -- The raw format takes exactly one physical column, so the 4-column rows cannot be declared; this reads the
 -- same topic (e.g. the JSON order rows) as opaque UTF-8 text, which is what 'raw' costs.
--- Placeholders: ${SERVICE_URL}, ${TOPIC}, ${SUBSCRIPTION} (default flink-peer-raw), ${CHECKPOINT_INTERVAL} (default 10 s).
+-- Placeholders: ${SERVICE_URL}, ${TOPIC}, ${SUBSCRIPTION} (default flink-peer-raw-${RUN_ID}: a fresh durable subscription per run), ${CHECKPOINT_INTERVAL} (default 10 s).
 SET 'execution.checkpointing.interval' = '${CHECKPOINT_INTERVAL:-10 s}';
 
 CREATE TABLE orders_raw (
@@ -10,7 +10,7 @@ CREATE TABLE orders_raw (
     'connector' = 'pulsar',
     'service-url' = '${SERVICE_URL}',
     'topics' = '${TOPIC}',
-    'source.subscription-name' = '${SUBSCRIPTION:-flink-peer-raw}',
+    'source.subscription-name' = '${SUBSCRIPTION:-flink-peer-raw-${RUN_ID}}',
     'source.start.message-id' = 'earliest',
     'format' = 'raw',
     'raw.charset' = 'UTF-8'

@@ -66,6 +66,8 @@ public final class FlinkPeer {
             }
         }
         if (sqlFile == null) usage("--sql is required");
+        // ${RUN_ID}: unique per run (e.g. for a fresh subscription name), unless given with --var RUN_ID=...
+        vars.putIfAbsent("RUN_ID", Long.toString(System.currentTimeMillis(), 36) + "-" + ProcessHandle.current().pid());
 
         // comments are dropped first, so placeholders named in comments need no value
         List<String> statements = new ArrayList<>();
@@ -82,6 +84,11 @@ public final class FlinkPeer {
         // a benchmark run must end on the first failure (Flink's default with checkpointing is to restart forever);
         // a SET 'restart-strategy.type' in the SQL file overrides this
         conf.setString("restart-strategy.type", "none");
+        // checkpoints to a temp dir: the JobManager heap storage caps state at 5 MB, which datagen's sequence
+        // generator exceeds at 1M rows ("Size of the state is larger than the maximum permitted memory-backed state")
+        Path checkpoints = Files.createTempDirectory("flink-peer-checkpoints-");
+        conf.setString("state.checkpoint-storage", "filesystem");
+        conf.setString("state.checkpoints.dir", checkpoints.toUri().toString());
         conf.setString("taskmanager.numberOfTaskSlots", Integer.toString(Math.max(1, parallelism)));
         List<String> rest = new ArrayList<>();
         Pattern set = Pattern.compile("(?is)^SET\\s+'([^']*)'\\s*=\\s*'((?:[^']|'')*)'$");
@@ -186,6 +193,7 @@ public final class FlinkPeer {
         Map<String, Object> r = new LinkedHashMap<>();
         r.put("engine", "flink-1.18.1+flink-connector-pulsar-4.1.0-1.18");
         r.put("sql_file", sqlFile);
+        r.put("run_id", vars.get("RUN_ID"));
         r.put("parallelism", parallelism);
         r.put("outcome", outcome);
         if (failure != null) r.put("failure", failure);
@@ -217,6 +225,7 @@ public final class FlinkPeer {
             if (p.getParent() != null) Files.createDirectories(p.getParent());
             Files.writeString(p, json + "\n", StandardCharsets.UTF_8);
         }
+        deleteTree(checkpoints);
         // the MiniCluster and Pulsar client threads are not daemons: leave decisively
         System.out.flush();
         Runtime.getRuntime().halt(outcome.equals("expected-rows") || outcome.equals("job-finished") ? 0 : 1);
@@ -224,18 +233,26 @@ public final class FlinkPeer {
 
     // ------------------------------------------------------------------ helpers
 
+    /** ${NAME} and ${NAME:-default}; a default may itself hold ${OTHER} (resolved innermost first). */
     static String substitute(String sql, Map<String, String> vars) {
-        Matcher m = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?}").matcher(sql);
-        StringBuilder sb = new StringBuilder();
-        while (m.find()) {
-            String v = vars.get(m.group(1));
-            if (v == null) v = System.getenv(m.group(1));
-            if (v == null) v = m.group(2); // ${NAME:-default}
-            if (v == null) usage("placeholder ${" + m.group(1) + "} has no value (use --var " + m.group(1) + "=... or the matching flag)");
-            m.appendReplacement(sb, Matcher.quoteReplacement(v));
+        Pattern p = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}$]*))?}");
+        for (int pass = 0; pass < 8; pass++) {
+            Matcher m = p.matcher(sql);
+            StringBuilder sb = new StringBuilder();
+            boolean any = false;
+            while (m.find()) {
+                any = true;
+                String v = vars.get(m.group(1));
+                if (v == null) v = System.getenv(m.group(1));
+                if (v == null) v = m.group(2); // ${NAME:-default}
+                if (v == null) usage("placeholder ${" + m.group(1) + "} has no value (use --var " + m.group(1) + "=... or the matching flag)");
+                m.appendReplacement(sb, Matcher.quoteReplacement(v));
+            }
+            m.appendTail(sb);
+            sql = sb.toString();
+            if (!any) break;
         }
-        m.appendTail(sb);
-        return sb.toString();
+        return sql;
     }
 
     /** Split on ';' outside quotes and comments; drop comments and empty statements. */
@@ -270,6 +287,14 @@ public final class FlinkPeer {
         String s = cur.toString().trim();
         if (!s.isEmpty()) out.add(s);
         return out;
+    }
+
+    static void deleteTree(Path root) {
+        try (java.util.stream.Stream<Path> walk = Files.walk(root)) {
+            walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (Exception e) {
+            // best effort
+        }
     }
 
     static double cpuSeconds() {
