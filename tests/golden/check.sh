@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-mvn -B -q -f "$here/flink-formats/pom.xml" compile exec:java -Dexec.args="$tmp/vectors"
+mvn -B -q -Dstyle.color=never -f "$here/flink-formats/pom.xml" compile exec:java -Dexec.args="$tmp/vectors"
 if diff -r "$here/vectors" "$tmp/vectors"; then
   echo "golden vectors: up to date"
 else
