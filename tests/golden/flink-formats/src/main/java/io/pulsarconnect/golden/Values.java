@@ -263,6 +263,10 @@ final class Values {
 
     /** Strict form used to validate the hand-written spec: the value must not carry digits beyond the precision. */
     static String formatTimestamp(TimestampData ts, int precision, boolean utcZ) {
+        int nanos = (utcZ ? ts.toInstant().getNano() : ts.toLocalDateTime().getNano());
+        if (nanos % (int) Math.pow(10, 9 - precision) != 0) {
+            throw new IllegalArgumentException("timestamp " + ts + " has digits beyond precision " + precision);
+        }
         return formatTimestampPrecise(ts, precision, utcZ);
     }
 
