@@ -100,3 +100,86 @@ async fn an_expired_transaction_cannot_be_committed_and_its_rows_never_show() ->
     tc.close().await;
     Ok(())
 }
+
+/// Pulsar → Pulsar exactly-once rests on this: the input's cumulative ack and the output's sends in one
+/// transaction. Abort: neither happened (the input is redelivered, the output never shows). Commit: both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_acks_and_output_sends_commit_or_abort_together() -> Result<()> {
+    let broker = TestBroker::get();
+    let client = broker.client().await?;
+    let input = unique_topic("txn-in");
+    let output = unique_topic("txn-out");
+    let producer = client.producer(&input).create().await?;
+    for i in 0..4 {
+        producer
+            .send(OutgoingMessage::with_payload(format!("in-{i}").into_bytes()).into())
+            .await?;
+    }
+    producer.close().await?;
+    let out = client.producer(&output).create().await?;
+
+    for (round, commit) in [(0, false), (1, true)] {
+        let consumer = client
+            .consumer(&input)
+            .subscription("job")
+            .subscription_type(SubType::Exclusive)
+            .initial_position(InitialPosition::Earliest)
+            .subscribe()
+            .await?;
+        let mut last = None;
+        for i in 0..4 {
+            let m = tokio::time::timeout(Duration::from_secs(20), consumer.receive()).await??;
+            assert_eq!(
+                &m.payload[..],
+                format!("in-{i}").as_bytes(),
+                "round {round}: the input is (re)delivered from the start"
+            );
+            last = Some(m.message_id);
+        }
+        let txn = client.new_transaction(Duration::from_secs(60)).await?;
+        client
+            .register_partition_to_transaction(txn, &output)
+            .await?;
+        client
+            .register_subscription_to_transaction(txn, &input, "job")
+            .await?;
+        for i in 0..4 {
+            out.send(
+                OutgoingMessage::with_payload(format!("out-{round}-{i}").into_bytes())
+                    .txn(txn.id())
+                    .into(),
+            )
+            .await?;
+        }
+        consumer
+            .ack_cumulative_with_txn(last.unwrap(), txn.id())
+            .await?;
+        if commit {
+            client.commit_transaction(txn).await?;
+        } else {
+            client.abort_transaction(txn).await?;
+        }
+        consumer.close().await?;
+    }
+    out.close().await?;
+    assert_eq!(
+        visible(&broker, &output).await?,
+        vec!["out-1-0", "out-1-1", "out-1-2", "out-1-3"]
+    );
+    // The committed ack moved the subscription past the input.
+    let consumer = client
+        .consumer(&input)
+        .subscription("job")
+        .subscription_type(SubType::Exclusive)
+        .subscribe()
+        .await?;
+    assert!(
+        tokio::time::timeout(Duration::from_secs(2), consumer.receive())
+            .await
+            .is_err(),
+        "the input was acknowledged"
+    );
+    consumer.close().await?;
+    client.close().await;
+    Ok(())
+}
