@@ -1,6 +1,6 @@
 //! A misbehaving format for the sandbox tests. Each message's payload is a command:
 //! `loop` spins forever, `bomb` allocates until memory runs out, `panic` panics, `file` tries to read
-//! `/etc/passwd`, `socket` tries to connect to 127.0.0.1:80, `shout` writes 1000 lines to stdout and
+//! `/etc/passwd`, `socket:PORT` tries to connect to 127.0.0.1:PORT, `shout` writes 1000 lines to stdout and
 //! stderr; anything else decodes to a row (payload, tag, calls, decoders) where `calls` counts the
 //! decode calls this instance has served and `decoders` the decoders it has created: after a trap the
 //! host runs a fresh instance, so both start again from 1.
@@ -64,10 +64,11 @@ impl codec::GuestDecoder for Decoder {
                         Err(e) => Err(format!("open /etc/passwd: {e}")),
                     };
                 }
-                b"socket" => {
-                    return match std::net::TcpStream::connect("127.0.0.1:80") {
+                p if p.starts_with(b"socket:") => {
+                    let addr = format!("127.0.0.1:{}", String::from_utf8_lossy(&p[7..]));
+                    return match std::net::TcpStream::connect(&addr) {
                         Ok(_) => Ok(vec![Value::Bytes(b"connected".to_vec()), Value::Null, Value::Null, Value::Null]),
-                        Err(e) => Err(format!("connect 127.0.0.1:80: {e}")),
+                        Err(e) => Err(format!("connect {addr}: {e}")),
                     };
                 }
                 b"shout" => {
