@@ -54,7 +54,7 @@ impl CompileCache {
     /// Compiles `wasm`, or loads the compilation this host cached earlier.
     pub fn compile(&self, engine: &Engine, wasm_sha256: &str, wasm: &[u8]) -> anyhow::Result<Component> {
         let Some(dir) = &self.dir else {
-            return Component::new(engine, wasm).context("compiling the component");
+            return Component::new(engine, wasm).map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"));
         };
         let key = Self::key(engine, wasm_sha256);
         if let Ok(bytes) = dir.read(&key) {
@@ -65,8 +65,9 @@ impl CompileCache {
                 Err(e) => tracing::warn!(cache_file = %key, error = %e, "ignoring an unusable cache entry"),
             }
         }
-        let component = Component::new(engine, wasm).context("compiling the component")?;
-        if let Err(e) = component.serialize().map_err(anyhow::Error::from).and_then(|bytes| store(dir, &key, &bytes)) {
+        let component =
+            Component::new(engine, wasm).map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"))?;
+        if let Err(e) = component.serialize().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|bytes| store(dir, &key, &bytes)) {
             tracing::warn!(cache_file = %key, error = %e, "could not write the compile cache");
         }
         Ok(component)

@@ -136,7 +136,7 @@ pub fn from_columns(batch: wit::ColumnBatch, schema: &SchemaRef) -> anyhow::Resu
     let mut columns: Vec<Option<wit::Column>> = batch.columns.into_iter().map(Some).collect();
     let mut arrays = Vec::with_capacity(fields.len());
     for (i, field) in fields.iter().enumerate() {
-        let array = build(&mut columns, i, 0, field, rows).with_context(|| format!("field `{}`", field.name()))?;
+        let array = build(&mut columns, i, field, rows).with_context(|| format!("field `{}`", field.name()))?;
         arrays.push(array);
     }
     if let Some(unused) = columns.iter().position(Option::is_some) {
@@ -178,22 +178,15 @@ fn timestamp<T: ArrowTimestampType>(
     }))
 }
 
-/// Builds the array of column `index` (a child of `parent`) for `field`. Children of a ROW may hold
+/// Builds the array of column `index` for `field`. Children of a ROW may hold
 /// nulls under a null parent row even when NOT NULL (Arrow checks they are masked).
-fn build(
-    columns: &mut [Option<wit::Column>],
-    index: usize,
-    parent: usize,
-    field: &Field,
-    len: usize,
-) -> anyhow::Result<ArrayRef> {
-    build_checked(columns, index, parent, field, len, true)
+fn build(columns: &mut [Option<wit::Column>], index: usize, field: &Field, len: usize) -> anyhow::Result<ArrayRef> {
+    build_checked(columns, index, field, len, true)
 }
 
 fn build_checked(
     columns: &mut [Option<wit::Column>],
     index: usize,
-    parent: usize,
     field: &Field,
     len: usize,
     check_nulls: bool,
@@ -250,7 +243,7 @@ fn build_checked(
             let offsets = offsets(l.offsets, len).with_context(|| format!("column {index}"))?;
             let child_len = *offsets.last().unwrap_or(&0) as usize;
             let child = child_index(l.child, index)?;
-            let values = build(columns, child, index, item, child_len)?;
+            let values = build(columns, child, item, child_len)?;
             Arc::new(arrow::array::ListArray::try_new(item.clone(), offsets, values, nulls)?)
         }
         (DataType::Map(entries, sorted), C::Map(m)) => {
@@ -258,8 +251,8 @@ fn build_checked(
             ensure!(kv.len() == 2, "MAP entries must have 2 fields");
             let offsets = offsets(m.offsets, len).with_context(|| format!("column {index}"))?;
             let child_len = *offsets.last().unwrap_or(&0) as usize;
-            let keys = build(columns, child_index(m.keys, index)?, index, &kv[0], child_len)?;
-            let values = build(columns, child_index(m.values, index)?, index, &kv[1], child_len)?;
+            let keys = build(columns, child_index(m.keys, index)?, &kv[0], child_len)?;
+            let values = build(columns, child_index(m.values, index)?, &kv[1], child_len)?;
             let entries_array = StructArray::try_new(kv.clone(), vec![keys, values], None)?;
             Arc::new(MapArray::try_new(entries.clone(), offsets, entries_array, nulls, *sorted)?)
         }
@@ -267,7 +260,7 @@ fn build_checked(
             ensure!(children.len() == fields.len(), "column {index}: {} children for {} fields", children.len(), fields.len());
             let mut arrays = Vec::with_capacity(fields.len());
             for (f, c) in fields.iter().zip(children) {
-                arrays.push(build_checked(columns, child_index(c, index)?, index, f, len, false).with_context(|| format!("`{}`", f.name()))?);
+                arrays.push(build_checked(columns, child_index(c, index)?, f, len, false).with_context(|| format!("`{}`", f.name()))?);
             }
             Arc::new(StructArray::try_new_with_length(fields.clone(), arrays, nulls, len)?)
         }

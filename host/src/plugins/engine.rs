@@ -19,7 +19,7 @@ pub fn build_engine() -> anyhow::Result<Engine> {
     config.cranelift_opt_level(wasmtime::OptLevel::Speed);
     // 512 KiB (wasmtime's default) is plenty for parsers; stack overflow is a trap like any other.
     config.max_wasm_stack(512 * 1024);
-    Engine::new(&config).context("building the wasmtime engine")
+    Engine::new(&config).map_err(|e| anyhow::anyhow!("building the wasmtime engine: {e:#}"))
 }
 
 /// Starts a thread that increments the engine's epoch every `tick`. It holds only a weak reference,

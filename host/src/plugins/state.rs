@@ -2,7 +2,6 @@
 //! the plugin's log sink (stdout, stderr and the `log` import, tagged with its name, rate-limited).
 
 use std::collections::VecDeque;
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -159,13 +158,10 @@ impl OutputStream for LogStream {
     }
 }
 
+#[wasmtime_wasi::async_trait]
 impl Pollable for LogStream {
-    fn ready<'a, 'b>(&'a mut self) -> Pin<Box<dyn Future<Output = ()> + Send + 'b>>
-    where
-        'a: 'b,
-    {
-        Box::pin(async {})
-    }
+    /// Writes never block: the stream is always ready.
+    async fn ready(&mut self) {}
 }
 
 impl tokio::io::AsyncWrite for LogStream {
