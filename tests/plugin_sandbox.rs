@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use pulsar_connect::plugins::{
-    Decoder, Failure, HostConfig, KeyBatchBuilder, MessageBatchBuilder, MessageRef, Phase, Plugin, PluginDir,
-    PluginHost, Router, wit,
+    Decoder, Failure, HostConfig, KeyBatchBuilder, MessageBatchBuilder, MessageRef, Phase, Plugin,
+    PluginDir, PluginHost, Router, wit,
 };
 use pulsar_connect_tests::guests::install;
 
@@ -23,9 +23,17 @@ fn fixture(guests: &[&str]) -> Fixture {
     for g in guests {
         install(dir.path(), g);
     }
-    let host = PluginHost::new(HostConfig { epoch_tick: Duration::from_millis(2), ..HostConfig::default() }).unwrap();
+    let host = PluginHost::new(HostConfig {
+        epoch_tick: Duration::from_millis(2),
+        ..HostConfig::default()
+    })
+    .unwrap();
     let plugins = PluginDir::open(dir.path()).unwrap();
-    Fixture { _dir: dir, host, plugins }
+    Fixture {
+        _dir: dir,
+        host,
+        plugins,
+    }
 }
 
 fn hostile_schema() -> SchemaRef {
@@ -40,13 +48,19 @@ fn hostile_schema() -> SchemaRef {
 fn messages(payloads: &[&str]) -> wit::MessageBatch {
     let mut b = MessageBatchBuilder::new();
     for p in payloads {
-        b.push(MessageRef { payload: p.as_bytes(), ..Default::default() });
+        b.push(MessageRef {
+            payload: p.as_bytes(),
+            ..Default::default()
+        });
     }
     b.finish(false)
 }
 
 fn opts(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 /// (tag, calls, decoders) of the only row.
@@ -69,16 +83,33 @@ fn hostile_decoder(f: &Fixture) -> (Plugin, Decoder) {
 fn contained(command: &str, expected: Failure, message_parts: &[&str]) {
     let f = fixture(&["hostile"]);
     let (plugin, mut decoder) = hostile_decoder(&f);
-    assert_eq!(row(&decoder.decode(&messages(&["ok"])).unwrap().batch), ("t1".into(), 1, 1));
-    assert_eq!(row(&decoder.decode(&messages(&["ok"])).unwrap().batch), ("t1".into(), 2, 1));
+    assert_eq!(
+        row(&decoder.decode(&messages(&["ok"])).unwrap().batch),
+        ("t1".into(), 1, 1)
+    );
+    assert_eq!(
+        row(&decoder.decode(&messages(&["ok"])).unwrap().batch),
+        ("t1".into(), 2, 1)
+    );
 
     let started = Instant::now();
     let err = decoder.decode(&messages(&["ok", command])).unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(20), "containment took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "containment took {:?}",
+        started.elapsed()
+    );
     assert_eq!(err.phase, Phase::Call);
     assert_eq!(err.failure, expected, "{err}");
     let text = err.to_string();
-    for part in ["plugin `hostile`", "decode-batch (batch 3)", "a fresh instance replaced it"].iter().chain(message_parts) {
+    for part in [
+        "plugin `hostile`",
+        "decode-batch (batch 3)",
+        "a fresh instance replaced it",
+    ]
+    .iter()
+    .chain(message_parts)
+    {
         assert!(text.contains(part), "`{part}` missing from: {text}");
     }
 
@@ -103,7 +134,11 @@ fn memory_bomb_hits_the_limit() {
 
 #[test]
 fn panic_traps_and_reports_the_panic_message() {
-    contained("panic", Failure::Trap, &["trapped", "hostile guest panics on purpose"]);
+    contained(
+        "panic",
+        Failure::Trap,
+        &["trapped", "hostile guest panics on purpose"],
+    );
 }
 
 #[test]
@@ -114,7 +149,11 @@ fn file_access_is_denied() {
     assert_eq!(decoded.batch.num_rows(), 1, "only `ok` decodes");
     assert_eq!(decoded.errors.len(), 1);
     assert_eq!(decoded.errors[0].index, 0);
-    assert!(decoded.errors[0].reason.starts_with("open /etc/passwd:"), "{:?}", decoded.errors);
+    assert!(
+        decoded.errors[0].reason.starts_with("open /etc/passwd:"),
+        "{:?}",
+        decoded.errors
+    );
     assert_eq!(decoded.row_messages(), vec![1]);
 }
 
@@ -130,7 +169,13 @@ fn socket_access_is_denied() {
     let decoded = decoder.decode(&messages(&[&command])).unwrap();
     assert_eq!(decoded.batch.num_rows(), 0);
     assert_eq!(decoded.errors.len(), 1, "{:?}", decoded.errors);
-    assert!(decoded.errors[0].reason.starts_with(&format!("connect 127.0.0.1:{port}:")), "{:?}", decoded.errors);
+    assert!(
+        decoded.errors[0]
+            .reason
+            .starts_with(&format!("connect 127.0.0.1:{port}:")),
+        "{:?}",
+        decoded.errors
+    );
     assert!(listener.accept().is_err(), "the guest reached the listener");
 }
 
@@ -149,20 +194,37 @@ fn config_errors_and_unknown_options_are_configure_errors() {
     let f = fixture(&["hostile"]);
     let plugin = f.host.load(&f.plugins, "hostile").unwrap();
 
-    let err = Decoder::new(&plugin, &opts(&[("tga", "x")]), hostile_schema()).err().unwrap();
+    let err = Decoder::new(&plugin, &opts(&[("tga", "x")]), hostile_schema())
+        .err()
+        .unwrap();
     assert_eq!(err.phase, Phase::Configure);
     let text = err.to_string();
     assert!(text.contains("plugin `hostile`"), "{text}");
-    assert!(text.contains("unknown option `tga`; did you mean `tag`?"), "{text}");
+    assert!(
+        text.contains("unknown option `tga`; did you mean `tag`?"),
+        "{text}"
+    );
     assert!(text.contains("allowed: tag, refuse"), "{text}");
-    assert_eq!(plugin.counters().instantiations, 0, "options are checked before instantiating");
+    assert_eq!(
+        plugin.counters().instantiations,
+        0,
+        "options are checked before instantiating"
+    );
 
-    let err = Decoder::new(&plugin, &opts(&[("refuse", "maybe")]), hostile_schema()).err().unwrap();
+    let err = Decoder::new(&plugin, &opts(&[("refuse", "maybe")]), hostile_schema())
+        .err()
+        .unwrap();
     assert!(format!("{err}").contains("expected true or false"), "{err}");
 
-    let err = Decoder::new(&plugin, &opts(&[("refuse", "true")]), hostile_schema()).err().unwrap();
+    let err = Decoder::new(&plugin, &opts(&[("refuse", "true")]), hostile_schema())
+        .err()
+        .unwrap();
     assert_eq!(err.phase, Phase::Configure);
-    assert!(err.to_string().contains("create-decoder refused: option `refuse`: asked to refuse"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("create-decoder refused: option `refuse`: asked to refuse"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -170,26 +232,51 @@ fn router_routes_every_message_and_is_checked() {
     let f = fixture(&["modulo-router"]);
     let plugin = f.host.load(&f.plugins, "modulo-router").unwrap();
     let mut router = Router::new(&plugin, &[]).unwrap();
-    let keys: Vec<Option<&[u8]>> = vec![Some(b"alpha"), None, Some(b"beta"), None, Some(b""), Some("ключ".as_bytes())];
+    let keys: Vec<Option<&[u8]>> = vec![
+        Some(b"alpha"),
+        None,
+        Some(b"beta"),
+        None,
+        Some(b""),
+        Some("ключ".as_bytes()),
+    ];
     let mut kb = KeyBatchBuilder::default();
     for k in &keys {
         kb.push(*k);
     }
     let batch = kb.finish();
     let parts = router.route(&batch, None, 7).unwrap();
-    let fnv = |b: &[u8]| b.iter().fold(0x811c_9dc5u32, |h, &x| (h ^ u32::from(x)).wrapping_mul(0x0100_0193));
+    let fnv = |b: &[u8]| {
+        b.iter().fold(0x811c_9dc5u32, |h, &x| {
+            (h ^ u32::from(x)).wrapping_mul(0x0100_0193)
+        })
+    };
     for (k, p) in keys.iter().zip(&parts) {
         if let Some(k) = k {
             assert_eq!(*p, fnv(k) % 7);
         }
     }
-    assert_eq!((parts[1], parts[3]), (0, 1), "keyless messages go round-robin");
+    assert_eq!(
+        (parts[1], parts[3]),
+        (0, 1),
+        "keyless messages go round-robin"
+    );
 
     // Properties reach a router whose manifest asks for them.
     let mut by_prop = Router::new(&plugin, &opts(&[("by-property", "user")])).unwrap();
     let mut mb = MessageBatchBuilder::new();
-    mb.push(MessageRef { payload: b"", key: Some(b"k"), properties: &[("user", "u1")], event_time: None });
-    mb.push(MessageRef { payload: b"", key: Some(b"k"), properties: &[("user", "u2")], event_time: None });
+    mb.push(MessageRef {
+        payload: b"",
+        key: Some(b"k"),
+        properties: &[("user", "u1")],
+        event_time: None,
+    });
+    mb.push(MessageRef {
+        payload: b"",
+        key: Some(b"k"),
+        properties: &[("user", "u2")],
+        event_time: None,
+    });
     let m = mb.finish(true);
     let parts = by_prop.route(&m.keys, m.properties.as_ref(), 1000).unwrap();
     assert_eq!(parts, vec![fnv(b"u1") % 1000, fnv(b"u2") % 1000]);
@@ -201,7 +288,10 @@ fn a_router_is_not_a_format() {
     let f = fixture(&["modulo-router"]);
     let plugin = f.host.load(&f.plugins, "modulo-router").unwrap();
     let err = Decoder::new(&plugin, &[], hostile_schema()).err().unwrap();
-    assert!(err.to_string().contains("is a router plugin, not a format"), "{err}");
+    assert!(
+        err.to_string().contains("is a router plugin, not a format"),
+        "{err}"
+    );
     assert_eq!(err.phase, Phase::Configure);
     assert_eq!(plugin.counters().instantiations, 0);
 }

@@ -23,7 +23,11 @@ const SIZES: [usize; 4] = [1, 64, 1024, 8192];
 const PAYLOAD_BYTES: usize = 142;
 
 fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("payload", DataType::Binary, false)]))
+    Arc::new(Schema::new(vec![Field::new(
+        "payload",
+        DataType::Binary,
+        false,
+    )]))
 }
 
 fn messages(n: usize) -> wit::MessageBatch {
@@ -31,7 +35,10 @@ fn messages(n: usize) -> wit::MessageBatch {
     for i in 0..n {
         let mut payload = vec![b'x'; PAYLOAD_BYTES];
         payload[..8].copy_from_slice(&(i as u64).to_le_bytes());
-        b.push(MessageRef { payload: &payload, ..Default::default() });
+        b.push(MessageRef {
+            payload: &payload,
+            ..Default::default()
+        });
     }
     b.finish(false)
 }
@@ -49,24 +56,38 @@ fn native_decode(schema: &SchemaRef, m: &wit::MessageBatch) -> RecordBatch {
 
 /// The same encode natively: one payload buffer plus offsets out of the BinaryArray.
 fn native_encode(batch: &RecordBatch) -> (Vec<u8>, Vec<u32>) {
-    let a = batch.column(0).as_any().downcast_ref::<BinaryArray>().expect("binary");
-    (a.value_data().to_vec(), a.value_offsets().iter().map(|&o| o as u32).collect())
+    let a = batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<BinaryArray>()
+        .expect("binary");
+    (
+        a.value_data().to_vec(),
+        a.value_offsets().iter().map(|&o| o as u32).collect(),
+    )
 }
 
 fn boundary(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     install(dir.path(), "passthrough");
     let host = PluginHost::new(HostConfig::default()).expect("host");
-    let plugin = host.load(&PluginDir::open(dir.path()).expect("dir"), "passthrough").expect("plugin");
+    let plugin = host
+        .load(&PluginDir::open(dir.path()).expect("dir"), "passthrough")
+        .expect("plugin");
     let schema = schema();
     let mut decoder = Decoder::new(&plugin, &[], schema.clone()).expect("decoder");
     let mut encoder = Encoder::new(&plugin, &[], schema.clone()).expect("encoder");
 
     let mut group = c.benchmark_group("decode");
-    group.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    group
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
     for n in SIZES {
         let m = messages(n);
-        assert_eq!(decoder.decode(&m).expect("decode").batch, native_decode(&schema, &m));
+        assert_eq!(
+            decoder.decode(&m).expect("decode").batch,
+            native_decode(&schema, &m)
+        );
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::new("wasm", n), &m, |b, m| {
             b.iter(|| black_box(decoder.decode(black_box(m)).expect("decode")))
@@ -78,11 +99,16 @@ fn boundary(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("encode");
-    group.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    group
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
     for n in SIZES {
         let batch = native_decode(&schema, &messages(n));
         let encoded = encoder.encode(&batch).expect("encode");
-        assert_eq!((encoded.payloads.clone(), encoded.offsets.clone()), native_encode(&batch));
+        assert_eq!(
+            (encoded.payloads.clone(), encoded.offsets.clone()),
+            native_encode(&batch)
+        );
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::new("wasm", n), &batch, |b, batch| {
             b.iter(|| black_box(encoder.encode(black_box(batch)).expect("encode")))

@@ -10,7 +10,10 @@ use sha2::{Digest, Sha256};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
 }
 
 /// Builds the guest workspace once per process and returns the directory holding the `.wasm` files.
@@ -20,7 +23,14 @@ pub fn guest_wasm_dir() -> &'static Path {
         let root = repo_root();
         let target = root.join("target/guests");
         let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--quiet", "--target", "wasm32-wasip2", "--release", "--manifest-path"])
+            .args([
+                "build",
+                "--quiet",
+                "--target",
+                "wasm32-wasip2",
+                "--release",
+                "--manifest-path",
+            ])
             .arg(root.join("tests/guests/Cargo.toml"))
             .arg("--target-dir")
             .arg(&target)
@@ -28,7 +38,10 @@ pub fn guest_wasm_dir() -> &'static Path {
             .env_remove("CARGO_BUILD_BUILD_DIR")
             .status()
             .expect("running cargo for the test guests");
-        assert!(status.success(), "building the test guests failed: {status}");
+        assert!(
+            status.success(),
+            "building the test guests failed: {status}"
+        );
         target.join("wasm32-wasip2/release")
     })
 }
@@ -41,7 +54,10 @@ pub fn guest_wasm(guest: &str) -> Vec<u8> {
 
 /// The manifest template of test guest `guest`.
 pub fn guest_template(guest: &str) -> String {
-    let path = repo_root().join("tests/guests").join(guest).join("plugin.toml");
+    let path = repo_root()
+        .join("tests/guests")
+        .join(guest)
+        .join("plugin.toml");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
@@ -51,7 +67,11 @@ pub fn install_with(dir: &Path, name: &str, template: &str, wasm: &[u8]) -> Path
     let folder = dir.join(name);
     std::fs::create_dir_all(&folder).expect("creating the plugin folder");
     let sha = hex::encode(Sha256::digest(wasm));
-    std::fs::write(folder.join("plugin.toml"), format!("sha256 = \"{sha}\"\n{template}")).expect("writing plugin.toml");
+    std::fs::write(
+        folder.join("plugin.toml"),
+        format!("sha256 = \"{sha}\"\n{template}"),
+    )
+    .expect("writing plugin.toml");
     std::fs::write(folder.join(format!("{name}.wasm")), wasm).expect("writing the wasm");
     folder
 }

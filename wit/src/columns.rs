@@ -2,8 +2,8 @@
 
 use crate::format::exports::pulsar_connect::plugin::codec::{DecodedBatch, EncodedBatch};
 use crate::format::pulsar_connect::plugin::types::{
-    ByteColumn, Column, ColumnBatch, ColumnData, DataType, ListColumn, MapColumn, MessageBatch, RowError, RowType,
-    TypeNode,
+    ByteColumn, Column, ColumnBatch, ColumnData, DataType, ListColumn, MapColumn, MessageBatch,
+    RowError, RowType, TypeNode,
 };
 use crate::messages::{Message, messages};
 use crate::values::Value;
@@ -42,9 +42,19 @@ enum Data {
     F32(Vec<f32>),
     F64(Vec<f64>),
     Dec(Vec<u64>),
-    Bytes { data: Vec<u8>, offsets: Vec<u32> },
-    List { offsets: Vec<u32>, child: usize },
-    Map { offsets: Vec<u32>, keys: usize, values: usize },
+    Bytes {
+        data: Vec<u8>,
+        offsets: Vec<u32>,
+    },
+    List {
+        offsets: Vec<u32>,
+        child: usize,
+    },
+    Map {
+        offsets: Vec<u32>,
+        keys: usize,
+        values: usize,
+    },
     Row(Vec<usize>),
 }
 
@@ -62,7 +72,10 @@ pub fn validate_row_type(row_type: &RowType) -> Result<(), String> {
     let n = row_type.types.len() as u32;
     for field in &row_type.fields {
         if field.type_index >= n {
-            return Err(format!("field `{}` refers to type {} of {}", field.name, field.type_index, n));
+            return Err(format!(
+                "field `{}` refers to type {} of {}",
+                field.name, field.type_index, n
+            ));
         }
     }
     for (i, node) in row_type.types.iter().enumerate() {
@@ -74,7 +87,9 @@ pub fn validate_row_type(row_type: &RowType) -> Result<(), String> {
             _ => Vec::new(),
         };
         if let Some(bad) = children.iter().find(|&&c| c <= i || c >= n) {
-            return Err(format!("type {i} refers to type {bad}: children must come after their parent"));
+            return Err(format!(
+                "type {i} refers to type {bad}: children must come after their parent"
+            ));
         }
     }
     Ok(())
@@ -105,10 +120,17 @@ impl BatchBuilder {
         let mut i = 0;
         while i < builder.cols.len() {
             let data = match &builder.types[builder.cols[i].ty].data_type {
-                DataType::Array(e) => Data::List { offsets: vec![0], child: builder.alloc(*e as usize) },
+                DataType::Array(e) => Data::List {
+                    offsets: vec![0],
+                    child: builder.alloc(*e as usize),
+                },
                 DataType::Map(m) => {
                     let (k, v) = (m.key as usize, m.value as usize);
-                    Data::Map { offsets: vec![0], keys: builder.alloc(k), values: builder.alloc(v) }
+                    Data::Map {
+                        offsets: vec![0],
+                        keys: builder.alloc(k),
+                        values: builder.alloc(v),
+                    }
                 }
                 DataType::Row(fields) => {
                     let fields: Vec<usize> = fields.iter().map(|f| f.type_index as usize).collect();
@@ -123,7 +145,12 @@ impl BatchBuilder {
     }
 
     fn alloc(&mut self, ty: usize) -> usize {
-        self.cols.push(ColBuilder { ty, validity: Bitmap::default(), len: 0, data: Data::Row(Vec::new()) });
+        self.cols.push(ColBuilder {
+            ty,
+            validity: Bitmap::default(),
+            len: 0,
+            data: Data::Row(Vec::new()),
+        });
         self.cols.len() - 1
     }
 
@@ -140,10 +167,15 @@ impl BatchBuilder {
     /// batch unchanged.
     pub fn push_row(&mut self, row: &[Value]) -> Result<(), String> {
         if row.len() != self.names.len() {
-            return Err(format!("row has {} values, the row type has {} fields", row.len(), self.names.len()));
+            return Err(format!(
+                "row has {} values, the row type has {} fields",
+                row.len(),
+                self.names.len()
+            ));
         }
         for (i, value) in row.iter().enumerate() {
-            self.check(self.cols[i].ty, value).map_err(|e| format!("field `{}`: {e}", self.names[i]))?;
+            self.check(self.cols[i].ty, value)
+                .map_err(|e| format!("field `{}`: {e}", self.names[i]))?;
         }
         for (i, value) in row.iter().enumerate() {
             self.push(i, value);
@@ -156,7 +188,11 @@ impl BatchBuilder {
         let node = &self.types[ty];
         let ok = match (&node.data_type, value) {
             (_, Value::Null) => {
-                return if node.nullable { Ok(()) } else { Err("NULL in a NOT NULL column".into()) };
+                return if node.nullable {
+                    Ok(())
+                } else {
+                    Err("NULL in a NOT NULL column".into())
+                };
             }
             (DataType::Boolean, Value::Bool(_))
             | (DataType::Tinyint, Value::I8(_))
@@ -170,9 +206,14 @@ impl BatchBuilder {
             | (DataType::Char(_) | DataType::Varchar(_), Value::String(_))
             | (DataType::Binary(_) | DataType::Varbinary(_), Value::Bytes(_)) => true,
             (DataType::Decimal(d), Value::Decimal(v)) => {
-                let limit = 10i128.checked_pow(u32::from(d.precision)).unwrap_or(i128::MAX);
+                let limit = 10i128
+                    .checked_pow(u32::from(d.precision))
+                    .unwrap_or(i128::MAX);
                 if v.unsigned_abs() >= limit.unsigned_abs() {
-                    return Err(format!("{v} does not fit DECIMAL({}, {})", d.precision, d.scale));
+                    return Err(format!(
+                        "{v} does not fit DECIMAL({}, {})",
+                        d.precision, d.scale
+                    ));
                 }
                 true
             }
@@ -197,16 +238,29 @@ impl BatchBuilder {
             }
             (DataType::Row(fields), Value::Row(values)) => {
                 if fields.len() != values.len() {
-                    return Err(format!("ROW with {} fields got {} values", fields.len(), values.len()));
+                    return Err(format!(
+                        "ROW with {} fields got {} values",
+                        fields.len(),
+                        values.len()
+                    ));
                 }
                 for (f, v) in fields.iter().zip(values) {
-                    self.check(f.type_index as usize, v).map_err(|e| format!("`{}`: {e}", f.name))?;
+                    self.check(f.type_index as usize, v)
+                        .map_err(|e| format!("`{}`: {e}", f.name))?;
                 }
                 true
             }
             _ => false,
         };
-        if ok { Ok(()) } else { Err(format!("expected {}, got {}", type_name(&node.data_type), value.kind())) }
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected {}, got {}",
+                type_name(&node.data_type),
+                value.kind()
+            ))
+        }
     }
 
     fn push(&mut self, col: usize, value: &Value) {
@@ -244,12 +298,23 @@ impl BatchBuilder {
                 offsets.push(data.len() as u32);
             }
             (Data::List { offsets, child }, v) => {
-                let items: &[Value] = if let Value::Array(items) = v { items } else { &[] };
+                let items: &[Value] = if let Value::Array(items) = v {
+                    items
+                } else {
+                    &[]
+                };
                 let end = offsets.last().copied().unwrap_or(0) + items.len() as u32;
                 offsets.push(end);
                 nested.extend(items.iter().map(|item| (*child, item)));
             }
-            (Data::Map { offsets, keys, values }, v) => {
+            (
+                Data::Map {
+                    offsets,
+                    keys,
+                    values,
+                },
+                v,
+            ) => {
                 let entries: &[(Value, Value)] = if let Value::Map(e) = v { e } else { &[] };
                 let end = offsets.last().copied().unwrap_or(0) + entries.len() as u32;
                 offsets.push(end);
@@ -284,16 +349,32 @@ impl BatchBuilder {
                     Data::F32(d) => ColumnData::Float32(d),
                     Data::F64(d) => ColumnData::Float64(d),
                     Data::Dec(d) => ColumnData::Decimal128(d),
-                    Data::Bytes { data, offsets } => ColumnData::Bytes(ByteColumn { data, offsets }),
-                    Data::List { offsets, child } => ColumnData::List(ListColumn { offsets, child: child as u32 }),
-                    Data::Map { offsets, keys, values } => {
-                        ColumnData::Map(MapColumn { offsets, keys: keys as u32, values: values as u32 })
+                    Data::Bytes { data, offsets } => {
+                        ColumnData::Bytes(ByteColumn { data, offsets })
                     }
-                    Data::Row(children) => ColumnData::Row(children.into_iter().map(|c| c as u32).collect()),
+                    Data::List { offsets, child } => ColumnData::List(ListColumn {
+                        offsets,
+                        child: child as u32,
+                    }),
+                    Data::Map {
+                        offsets,
+                        keys,
+                        values,
+                    } => ColumnData::Map(MapColumn {
+                        offsets,
+                        keys: keys as u32,
+                        values: values as u32,
+                    }),
+                    Data::Row(children) => {
+                        ColumnData::Row(children.into_iter().map(|c| c as u32).collect())
+                    }
                 },
             })
             .collect();
-        ColumnBatch { row_count: self.rows, columns }
+        ColumnBatch {
+            row_count: self.rows,
+            columns,
+        }
     }
 }
 
@@ -304,14 +385,18 @@ fn leaf_data(t: &DataType) -> Data {
         DataType::Smallint => Data::I16(Vec::new()),
         DataType::Int | DataType::Date => Data::I32(Vec::new()),
         DataType::Time(p) if *p <= 3 => Data::I32(Vec::new()),
-        DataType::Bigint | DataType::Time(_) | DataType::Timestamp(_) | DataType::TimestampLtz(_) => {
-            Data::I64(Vec::new())
-        }
+        DataType::Bigint
+        | DataType::Time(_)
+        | DataType::Timestamp(_)
+        | DataType::TimestampLtz(_) => Data::I64(Vec::new()),
         DataType::Float => Data::F32(Vec::new()),
         DataType::Double => Data::F64(Vec::new()),
         DataType::Decimal(_) => Data::Dec(Vec::new()),
         DataType::Char(_) | DataType::Varchar(_) | DataType::Binary(_) | DataType::Varbinary(_) => {
-            Data::Bytes { data: Vec::new(), offsets: vec![0] }
+            Data::Bytes {
+                data: Vec::new(),
+                offsets: vec![0],
+            }
         }
         // Nested types are set up by `BatchBuilder::new`.
         DataType::Array(_) | DataType::Map(_) | DataType::Row(_) => Data::Row(Vec::new()),
@@ -346,14 +431,21 @@ pub fn type_name(t: &DataType) -> String {
 /// Reads a [`ColumnBatch`] back as rows of [`Value`]s.
 pub fn read_rows(row_type: &RowType, batch: &ColumnBatch) -> Result<Vec<Vec<Value>>, String> {
     validate_row_type(row_type)?;
-    let reader = Reader { types: &row_type.types, cols: &batch.columns };
+    let reader = Reader {
+        types: &row_type.types,
+        cols: &batch.columns,
+    };
     (0..batch.row_count as usize)
         .map(|row| {
             row_type
                 .fields
                 .iter()
                 .enumerate()
-                .map(|(i, f)| reader.value(i, f.type_index as usize, row).map_err(|e| format!("field `{}`: {e}", f.name)))
+                .map(|(i, f)| {
+                    reader
+                        .value(i, f.type_index as usize, row)
+                        .map_err(|e| format!("field `{}`: {e}", f.name))
+                })
                 .collect()
         })
         .collect()
@@ -366,11 +458,17 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn value(&self, col: usize, ty: usize, row: usize) -> Result<Value, String> {
-        let column = self.cols.get(col).ok_or_else(|| format!("column {col} is missing"))?;
+        let column = self
+            .cols
+            .get(col)
+            .ok_or_else(|| format!("column {col} is missing"))?;
         if !crate::messages::bit(column.validity.as_deref(), row) {
             return Ok(Value::Null);
         }
-        let node = self.types.get(ty).ok_or_else(|| format!("type {ty} is missing"))?;
+        let node = self
+            .types
+            .get(ty)
+            .ok_or_else(|| format!("type {ty} is missing"))?;
         let missing = || format!("column {col} has no value {row}");
         let range = |offsets: &[u32]| -> Result<(usize, usize), String> {
             match (offsets.get(row), offsets.get(row + 1)) {
@@ -379,21 +477,34 @@ impl Reader<'_> {
             }
         };
         let v = match (&node.data_type, &column.data) {
-            (DataType::Boolean, ColumnData::Bits(b)) => {
-                b.get(row / 8).map(|x| Value::Bool(x & (1 << (row % 8)) != 0)).ok_or_else(missing)?
-            }
+            (DataType::Boolean, ColumnData::Bits(b)) => b
+                .get(row / 8)
+                .map(|x| Value::Bool(x & (1 << (row % 8)) != 0))
+                .ok_or_else(missing)?,
             (DataType::Tinyint, ColumnData::Int8(d)) => Value::I8(*d.get(row).ok_or_else(missing)?),
-            (DataType::Smallint, ColumnData::Int16(d)) => Value::I16(*d.get(row).ok_or_else(missing)?),
+            (DataType::Smallint, ColumnData::Int16(d)) => {
+                Value::I16(*d.get(row).ok_or_else(missing)?)
+            }
             (DataType::Int, ColumnData::Int32(d)) => Value::I32(*d.get(row).ok_or_else(missing)?),
             (DataType::Date, ColumnData::Int32(d)) => Value::Date(*d.get(row).ok_or_else(missing)?),
-            (DataType::Time(_), ColumnData::Int32(d)) => Value::Time(i64::from(*d.get(row).ok_or_else(missing)?)),
-            (DataType::Time(_), ColumnData::Int64(d)) => Value::Time(*d.get(row).ok_or_else(missing)?),
-            (DataType::Bigint, ColumnData::Int64(d)) => Value::I64(*d.get(row).ok_or_else(missing)?),
+            (DataType::Time(_), ColumnData::Int32(d)) => {
+                Value::Time(i64::from(*d.get(row).ok_or_else(missing)?))
+            }
+            (DataType::Time(_), ColumnData::Int64(d)) => {
+                Value::Time(*d.get(row).ok_or_else(missing)?)
+            }
+            (DataType::Bigint, ColumnData::Int64(d)) => {
+                Value::I64(*d.get(row).ok_or_else(missing)?)
+            }
             (DataType::Timestamp(_) | DataType::TimestampLtz(_), ColumnData::Int64(d)) => {
                 Value::Timestamp(*d.get(row).ok_or_else(missing)?)
             }
-            (DataType::Float, ColumnData::Float32(d)) => Value::F32(*d.get(row).ok_or_else(missing)?),
-            (DataType::Double, ColumnData::Float64(d)) => Value::F64(*d.get(row).ok_or_else(missing)?),
+            (DataType::Float, ColumnData::Float32(d)) => {
+                Value::F32(*d.get(row).ok_or_else(missing)?)
+            }
+            (DataType::Double, ColumnData::Float64(d)) => {
+                Value::F64(*d.get(row).ok_or_else(missing)?)
+            }
             (DataType::Decimal(_), ColumnData::Decimal128(d)) => {
                 let lo = *d.get(2 * row).ok_or_else(missing)?;
                 let hi = *d.get(2 * row + 1).ok_or_else(missing)?;
@@ -402,7 +513,9 @@ impl Reader<'_> {
             (DataType::Char(_) | DataType::Varchar(_), ColumnData::Bytes(b)) => {
                 let (s, e) = range(&b.offsets)?;
                 let bytes = b.data.get(s..e).ok_or_else(missing)?;
-                Value::String(String::from_utf8(bytes.to_vec()).map_err(|e| format!("invalid UTF-8: {e}"))?)
+                Value::String(
+                    String::from_utf8(bytes.to_vec()).map_err(|e| format!("invalid UTF-8: {e}"))?,
+                )
             }
             (DataType::Binary(_) | DataType::Varbinary(_), ColumnData::Bytes(b)) => {
                 let (s, e) = range(&b.offsets)?;
@@ -416,18 +529,33 @@ impl Reader<'_> {
             (DataType::Map(m), ColumnData::Map(c)) => {
                 let (s, end) = range(&c.offsets)?;
                 let entries = (s..end).map(|i| {
-                    Ok((self.value(c.keys as usize, m.key as usize, i)?, self.value(c.values as usize, m.value as usize, i)?))
+                    Ok((
+                        self.value(c.keys as usize, m.key as usize, i)?,
+                        self.value(c.values as usize, m.value as usize, i)?,
+                    ))
                 });
                 Value::Map(entries.collect::<Result<_, String>>()?)
             }
             (DataType::Row(fields), ColumnData::Row(children)) => {
                 if fields.len() != children.len() {
-                    return Err(format!("ROW column {col} has {} children for {} fields", children.len(), fields.len()));
+                    return Err(format!(
+                        "ROW column {col} has {} children for {} fields",
+                        children.len(),
+                        fields.len()
+                    ));
                 }
-                let values = fields.iter().zip(children).map(|(f, &c)| self.value(c as usize, f.type_index as usize, row));
+                let values = fields
+                    .iter()
+                    .zip(children)
+                    .map(|(f, &c)| self.value(c as usize, f.type_index as usize, row));
                 Value::Row(values.collect::<Result<_, _>>()?)
             }
-            (t, _) => return Err(format!("column {col} does not hold {} values", type_name(t))),
+            (t, _) => {
+                return Err(format!(
+                    "column {col} does not hold {} values",
+                    type_name(t)
+                ));
+            }
         };
         Ok(v)
     }
@@ -448,7 +576,10 @@ pub fn decode_rows(
             errors.push(RowError { index, reason });
         }
     }
-    Ok(DecodedBatch { rows: builder.finish(), errors })
+    Ok(DecodedBatch {
+        rows: builder.finish(),
+        errors,
+    })
 }
 
 /// Encodes a row batch one row at a time: `encode` turns the values of a row into a payload, or a
@@ -466,9 +597,16 @@ pub fn encode_rows(
     for (index, row) in rows.iter().enumerate() {
         match encode(row) {
             Ok(bytes) => payloads.extend_from_slice(&bytes),
-            Err(reason) => errors.push(RowError { index: index as u32, reason }),
+            Err(reason) => errors.push(RowError {
+                index: index as u32,
+                reason,
+            }),
         }
         offsets.push(payloads.len() as u32);
     }
-    Ok(EncodedBatch { payloads, offsets, errors })
+    Ok(EncodedBatch {
+        payloads,
+        offsets,
+        errors,
+    })
 }

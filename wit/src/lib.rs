@@ -74,7 +74,10 @@ pub mod log {
 
     /// Logs `message` with structured `fields`.
     pub fn log(level: Level, message: &str, fields: &[(&str, &str)]) {
-        let fields: Vec<(String, String)> = fields.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         wit_log::log(level, message, &fields);
     }
 
@@ -99,7 +102,9 @@ pub mod log {
 #[cfg(feature = "format")]
 pub mod prelude {
     pub use crate::columns::{BatchBuilder, decode_rows, encode_rows, read_rows};
-    pub use crate::format::exports::pulsar_connect::plugin::codec::{self, DecodedBatch, EncodedBatch};
+    pub use crate::format::exports::pulsar_connect::plugin::codec::{
+        self, DecodedBatch, EncodedBatch,
+    };
     pub use crate::format::pulsar_connect::plugin::types::{
         ColumnBatch, ConfigError, DataType, MessageBatch, RowError, RowType,
     };

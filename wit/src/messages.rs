@@ -30,13 +30,26 @@ macro_rules! key_iter {
 
         /// The properties of message `i` as (name, value) pairs (invalid UTF-8 is skipped).
         pub fn properties(props: &types::PropertyBatch, i: usize) -> Vec<(&str, &str)> {
-            let (Some(&start), Some(&end)) = (props.message_offsets.get(i), props.message_offsets.get(i + 1)) else {
+            let (Some(&start), Some(&end)) = (
+                props.message_offsets.get(i),
+                props.message_offsets.get(i + 1),
+            ) else {
                 return Vec::new();
             };
             (start as usize..end as usize)
                 .filter_map(|j| {
-                    let name = std::str::from_utf8($crate::messages::slice_at(&props.names, &props.name_offsets, j)).ok()?;
-                    let value = std::str::from_utf8($crate::messages::slice_at(&props.values, &props.value_offsets, j)).ok()?;
+                    let name = std::str::from_utf8($crate::messages::slice_at(
+                        &props.names,
+                        &props.name_offsets,
+                        j,
+                    ))
+                    .ok()?;
+                    let value = std::str::from_utf8($crate::messages::slice_at(
+                        &props.values,
+                        &props.value_offsets,
+                        j,
+                    ))
+                    .ok()?;
                     Some((name, value))
                 })
                 .collect()
@@ -71,7 +84,11 @@ pub mod format_messages {
     impl<'a> Message<'a> {
         /// The message's properties as (name, value) pairs.
         pub fn properties(&self) -> Vec<(&'a str, &'a str)> {
-            self.batch.properties.as_ref().map(|p| properties(p, self.index)).unwrap_or_default()
+            self.batch
+                .properties
+                .as_ref()
+                .map(|p| properties(p, self.index))
+                .unwrap_or_default()
         }
 
         /// The payload as UTF-8 text.
@@ -87,7 +104,11 @@ pub mod format_messages {
             payload: super::slice_at(&batch.payloads, &batch.payload_offsets, index),
             key: super::bit(batch.keys.present.as_deref(), index)
                 .then(|| super::slice_at(&batch.keys.data, &batch.keys.offsets, index)),
-            event_time: batch.event_times.as_ref().and_then(|t| t.get(index).copied()).filter(|&t| t != 0),
+            event_time: batch
+                .event_times
+                .as_ref()
+                .and_then(|t| t.get(index).copied())
+                .filter(|&t| t != 0),
             batch,
         })
     }

@@ -5,5 +5,8 @@ pub type Options = Vec<(String, String)>;
 
 /// The value of option `name`, if it was given (the host fills in manifest defaults).
 pub fn option<'a>(options: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    options.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    options
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
 }

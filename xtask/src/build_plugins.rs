@@ -27,7 +27,10 @@ pub struct Args {
 
 /// The repository root (xtask lives one level below it).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -54,7 +57,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         crates.extend(entries);
     }
     if crates.is_empty() {
-        eprintln!("no guest crates (with a plugin.toml) under {}", sources.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "no guest crates (with a plugin.toml) under {}",
+            sources
+                .iter()
+                .map(|s| s.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         return Ok(());
     }
     for guest in &crates {
@@ -69,7 +79,13 @@ pub fn build_and_install(guest: &Path, target_dir: &Path, out: &Path) -> anyhow:
     let manifest_path = guest.join("Cargo.toml");
     let package = package_name(&manifest_path)?;
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--target", "wasm32-wasip2", "--release", "--manifest-path"])
+        .args([
+            "build",
+            "--target",
+            "wasm32-wasip2",
+            "--release",
+            "--manifest-path",
+        ])
         .arg(&manifest_path)
         .arg("--target-dir")
         .arg(target_dir)
@@ -77,8 +93,14 @@ pub fn build_and_install(guest: &Path, target_dir: &Path, out: &Path) -> anyhow:
         .env_remove("CARGO_BUILD_BUILD_DIR")
         .status()
         .with_context(|| format!("running cargo for {}", guest.display()))?;
-    ensure!(status.success(), "building {} failed ({status})", guest.display());
-    let wasm = target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", package.replace('-', "_")));
+    ensure!(
+        status.success(),
+        "building {} failed ({status})",
+        guest.display()
+    );
+    let wasm = target_dir
+        .join("wasm32-wasip2/release")
+        .join(format!("{}.wasm", package.replace('-', "_")));
     let template = std::fs::read_to_string(guest.join("plugin.toml"))
         .with_context(|| format!("reading {}", guest.join("plugin.toml").display()))?;
     install(&template, &wasm, out)
@@ -86,13 +108,20 @@ pub fn build_and_install(guest: &Path, target_dir: &Path, out: &Path) -> anyhow:
 
 /// Installs `wasm` with the manifest `template` (which must not carry a sha256) into `out/<name>/`.
 pub fn install(template: &str, wasm: &Path, out: &Path) -> anyhow::Result<PathBuf> {
-    let table: toml::Table = toml::from_str(template).context("the plugin.toml template is not valid TOML")?;
+    let table: toml::Table =
+        toml::from_str(template).context("the plugin.toml template is not valid TOML")?;
     if table.contains_key("sha256") {
         bail!("the plugin.toml template must not set sha256; build-plugins fills it in");
     }
-    let name = table.get("name").and_then(|v| v.as_str()).context("the plugin.toml template has no name")?;
+    let name = table
+        .get("name")
+        .and_then(|v| v.as_str())
+        .context("the plugin.toml template has no name")?;
     ensure!(
-        !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_'),
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_'),
         "plugin name `{name}` must be lowercase letters, digits, - or _"
     );
     let bytes = std::fs::read(wasm).with_context(|| format!("reading {}", wasm.display()))?;
@@ -100,7 +129,10 @@ pub fn install(template: &str, wasm: &Path, out: &Path) -> anyhow::Result<PathBu
     let folder = out.join(name);
     std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
     // A root-level key may go first in any TOML document.
-    write_atomic(&folder.join("plugin.toml"), format!("sha256 = \"{sha}\"\n{template}").as_bytes())?;
+    write_atomic(
+        &folder.join("plugin.toml"),
+        format!("sha256 = \"{sha}\"\n{template}").as_bytes(),
+    )?;
     write_atomic(&folder.join(format!("{name}.wasm")), &bytes)?;
     Ok(folder)
 }
@@ -112,8 +144,10 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 fn package_name(manifest_path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(manifest_path).with_context(|| format!("reading {}", manifest_path.display()))?;
-    let table: toml::Table = toml::from_str(&text).with_context(|| format!("parsing {}", manifest_path.display()))?;
+    let text = std::fs::read_to_string(manifest_path)
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
+    let table: toml::Table =
+        toml::from_str(&text).with_context(|| format!("parsing {}", manifest_path.display()))?;
     table
         .get("package")
         .and_then(|p| p.get("name"))

@@ -27,9 +27,15 @@ impl Codec {
     fn new(options: &Options, row_type: RowType) -> Result<Codec, ConfigError> {
         let mut chars = option(options, "delimiter").unwrap_or(",").chars();
         let (Some(delimiter), None) = (chars.next(), chars.next()) else {
-            return Err(ConfigError { option: Some("delimiter".into()), message: "must be one character".into() });
+            return Err(ConfigError {
+                option: Some("delimiter".into()),
+                message: "must be one character".into(),
+            });
         };
-        Ok(Codec { row_type, delimiter })
+        Ok(Codec {
+            row_type,
+            delimiter,
+        })
     }
 
     fn parse(&self, text: &str, ty: &DataType) -> Result<Value, String> {
@@ -51,10 +57,22 @@ impl codec::GuestDecoder for Codec {
         decode_rows(&self.row_type, &messages, |m| {
             let parts: Vec<&str> = m.text()?.split(self.delimiter).collect();
             if parts.len() != self.row_type.fields.len() {
-                return Err(format!("{} fields, expected {}", parts.len(), self.row_type.fields.len()));
+                return Err(format!(
+                    "{} fields, expected {}",
+                    parts.len(),
+                    self.row_type.fields.len()
+                ));
             }
-            let types = self.row_type.fields.iter().map(|f| &self.row_type.types[f.type_index as usize].data_type);
-            parts.iter().zip(types).map(|(p, t)| self.parse(p, t)).collect()
+            let types = self
+                .row_type
+                .fields
+                .iter()
+                .map(|f| &self.row_type.types[f.type_index as usize].data_type);
+            parts
+                .iter()
+                .zip(types)
+                .map(|(p, t)| self.parse(p, t))
+                .collect()
         })
     }
 }

@@ -46,7 +46,11 @@ pub fn list(dir: &Path, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
     for (name, manifest) in manifests {
         match manifest {
             Ok(m) => {
-                writeln!(out, "{:<20} {:<7} {:<10} {}", m.name, m.kind, m.version, m.world)?;
+                writeln!(
+                    out,
+                    "{:<20} {:<7} {:<10} {}",
+                    m.name, m.kind, m.version, m.world
+                )?;
                 if let Some(d) = &m.description {
                     writeln!(out, "    {d}")?;
                 }
@@ -56,8 +60,16 @@ pub fn list(dir: &Path, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
                         (false, Some(d)) => format!("default {d}"),
                         (false, None) => "optional".to_owned(),
                     };
-                    let values = if o.values.is_empty() { String::new() } else { format!(" [{}]", o.values.join("|")) };
-                    writeln!(out, "    {:<28} {}{values}, {default}  {}", o.name, o.ty, o.doc)?;
+                    let values = if o.values.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", o.values.join("|"))
+                    };
+                    writeln!(
+                        out,
+                        "    {:<28} {}{values}, {default}  {}",
+                        o.name, o.ty, o.doc
+                    )?;
                 }
             }
             Err(e) => writeln!(out, "{name:<20} INVALID  {e}")?,
@@ -67,14 +79,27 @@ pub fn list(dir: &Path, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
 }
 
 /// Loads every plugin of `dir` fully; an error names every bad plugin.
-pub fn check(dir: &Path, cache_dir: Option<PathBuf>, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+pub fn check(
+    dir: &Path,
+    cache_dir: Option<PathBuf>,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
     let dir = PluginDir::open(dir)?;
-    let host = PluginHost::new(HostConfig { cache_dir, ..HostConfig::default() })?;
+    let host = PluginHost::new(HostConfig {
+        cache_dir,
+        ..HostConfig::default()
+    })?;
     let results = host.load_all(&dir)?;
     let mut bad = Vec::new();
     for (name, result) in &results {
         match result {
-            Ok(p) => writeln!(out, "ok   {name} ({} {}, {})", p.kind(), p.manifest().version, p.manifest().world)?,
+            Ok(p) => writeln!(
+                out,
+                "ok   {name} ({} {}, {})",
+                p.kind(),
+                p.manifest().version,
+                p.manifest().world
+            )?,
             Err(e) => {
                 writeln!(out, "FAIL {name}: {e}")?;
                 bad.push(name.as_str());
@@ -82,8 +107,18 @@ pub fn check(dir: &Path, cache_dir: Option<PathBuf>, out: &mut dyn std::io::Writ
         }
     }
     if !bad.is_empty() {
-        bail!("{} of {} plugins are invalid: {}", bad.len(), results.len(), bad.join(", "));
+        bail!(
+            "{} of {} plugins are invalid: {}",
+            bad.len(),
+            results.len(),
+            bad.join(", ")
+        );
     }
-    writeln!(out, "{} plugins ok in {}", results.len(), dir.path().display())?;
+    writeln!(
+        out,
+        "{} plugins ok in {}",
+        results.len(),
+        dir.path().display()
+    )?;
     Ok(())
 }

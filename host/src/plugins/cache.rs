@@ -35,8 +35,11 @@ pub struct CompileCache {
 impl CompileCache {
     /// A cache in `path` (created if missing), or no cache.
     pub fn open(path: Option<&Path>) -> anyhow::Result<CompileCache> {
-        let Some(path) = path else { return Ok(CompileCache { dir: None }) };
-        std::fs::create_dir_all(path).with_context(|| format!("creating the compile cache {}", path.display()))?;
+        let Some(path) = path else {
+            return Ok(CompileCache { dir: None });
+        };
+        std::fs::create_dir_all(path)
+            .with_context(|| format!("creating the compile cache {}", path.display()))?;
         let dir = Dir::open_ambient_dir(path, ambient_authority())
             .with_context(|| format!("opening the compile cache {}", path.display()))?;
         Ok(CompileCache { dir: Some(dir) })
@@ -52,9 +55,15 @@ impl CompileCache {
     }
 
     /// Compiles `wasm`, or loads the compilation this host cached earlier.
-    pub fn compile(&self, engine: &Engine, wasm_sha256: &str, wasm: &[u8]) -> anyhow::Result<Component> {
+    pub fn compile(
+        &self,
+        engine: &Engine,
+        wasm_sha256: &str,
+        wasm: &[u8],
+    ) -> anyhow::Result<Component> {
         let Some(dir) = &self.dir else {
-            return Component::new(engine, wasm).map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"));
+            return Component::new(engine, wasm)
+                .map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"));
         };
         let key = Self::key(engine, wasm_sha256);
         if let Ok(bytes) = dir.read(&key) {
@@ -62,12 +71,18 @@ impl CompileCache {
             // from this host's own `serialize`; wasmtime still rejects it if the engine or version differ.
             match unsafe { Component::deserialize(engine, &bytes) } {
                 Ok(component) => return Ok(component),
-                Err(e) => tracing::warn!(cache_file = %key, error = %e, "ignoring an unusable cache entry"),
+                Err(e) => {
+                    tracing::warn!(cache_file = %key, error = %e, "ignoring an unusable cache entry")
+                }
             }
         }
-        let component =
-            Component::new(engine, wasm).map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"))?;
-        if let Err(e) = component.serialize().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|bytes| store(dir, &key, &bytes)) {
+        let component = Component::new(engine, wasm)
+            .map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"))?;
+        if let Err(e) = component
+            .serialize()
+            .map_err(|e| anyhow::anyhow!("{e:#}"))
+            .and_then(|bytes| store(dir, &key, &bytes))
+        {
             tracing::warn!(cache_file = %key, error = %e, "could not write the compile cache");
         }
         Ok(component)
@@ -75,7 +90,11 @@ impl CompileCache {
 }
 
 fn store(dir: &Dir, key: &str, bytes: &[u8]) -> anyhow::Result<()> {
-    let temp = format!(".{key}.{}.{}.tmp", std::process::id(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed));
+    let temp = format!(
+        ".{key}.{}.{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
     let result = (|| {
         let mut f = dir.create(&temp)?;
         f.write_all(bytes)?;

@@ -35,7 +35,10 @@ impl PluginDir {
     pub fn open(path: &Path) -> anyhow::Result<PluginDir> {
         let dir = Dir::open_ambient_dir(path, ambient_authority())
             .with_context(|| format!("opening the plugin directory {}", path.display()))?;
-        Ok(PluginDir { dir, path: path.to_owned() })
+        Ok(PluginDir {
+            dir,
+            path: path.to_owned(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -45,7 +48,11 @@ impl PluginDir {
     /// The names of the plugin folders, sorted. Hidden entries and plain files are skipped.
     pub fn plugin_names(&self) -> anyhow::Result<Vec<String>> {
         let mut names = Vec::new();
-        for entry in self.dir.entries().with_context(|| format!("listing {}", self.path.display()))? {
+        for entry in self
+            .dir
+            .entries()
+            .with_context(|| format!("listing {}", self.path.display()))?
+        {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') || !entry.file_type()?.is_dir() {
@@ -63,9 +70,15 @@ impl PluginDir {
         if !is_plain_name(name) {
             return Err(fail(anyhow!("`{name}` is not a valid plugin folder name")));
         }
-        let folder = self.dir.open_dir(name).with_context(|| format!("opening plugin folder `{name}`")).map_err(fail)?;
+        let folder = self
+            .dir
+            .open_dir(name)
+            .with_context(|| format!("opening plugin folder `{name}`"))
+            .map_err(fail)?;
         let text = read_limited(&folder, "plugin.toml", MAX_MANIFEST_BYTES).map_err(fail)?;
-        let text = String::from_utf8(text).context("plugin.toml is not UTF-8").map_err(fail)?;
+        let text = String::from_utf8(text)
+            .context("plugin.toml is not UTF-8")
+            .map_err(fail)?;
         Manifest::parse(&text, name).map_err(fail)
     }
 
@@ -80,13 +93,17 @@ impl PluginDir {
             .map_err(|e| PluginError::new(name, Phase::Load, e))?;
         refuse_precompiled(&folder).map_err(|e| PluginError::new(name, Phase::Verify, e))?;
         let file = format!("{name}.wasm");
-        let wasm = read_limited(&folder, &file, MAX_WASM_BYTES).map_err(|e| PluginError::new(name, Phase::Load, e))?;
+        let wasm = read_limited(&folder, &file, MAX_WASM_BYTES)
+            .map_err(|e| PluginError::new(name, Phase::Load, e))?;
         let actual = hex::encode(Sha256::digest(&wasm));
         if !actual.eq_ignore_ascii_case(&manifest.sha256) {
             return Err(PluginError::new(
                 name,
                 Phase::Verify,
-                anyhow!("{file} has sha256 {actual}, the manifest says {}", manifest.sha256),
+                anyhow!(
+                    "{file} has sha256 {actual}, the manifest says {}",
+                    manifest.sha256
+                ),
             ));
         }
         Ok(PluginSource { manifest, wasm })
@@ -100,7 +117,9 @@ fn read_limited(dir: &Dir, file: &str, limit: u64) -> anyhow::Result<Vec<u8>> {
         bail!("{file} is {len} bytes, more than the {limit} the host reads");
     }
     let mut bytes = Vec::with_capacity(len as usize);
-    f.take(limit).read_to_end(&mut bytes).with_context(|| format!("reading {file}"))?;
+    f.take(limit)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {file}"))?;
     Ok(bytes)
 }
 
@@ -113,11 +132,15 @@ fn refuse_precompiled(folder: &Dir) -> anyhow::Result<()> {
             continue;
         }
         if file.ends_with(".cwasm") {
-            bail!("precompiled artifact `{file}` refused: the host compiles plugins itself, remove it");
+            bail!(
+                "precompiled artifact `{file}` refused: the host compiles plugins itself, remove it"
+            );
         }
         let bytes = read_limited(folder, &file, MAX_WASM_BYTES)?;
         if wasmtime::Engine::detect_precompiled(&bytes).is_some() {
-            bail!("`{file}` is a precompiled wasmtime artifact, refused: ship the .wasm component instead");
+            bail!(
+                "`{file}` is a precompiled wasmtime artifact, refused: ship the .wasm component instead"
+            );
         }
     }
     Ok(())

@@ -59,11 +59,25 @@ pub struct PluginError {
 
 impl PluginError {
     pub fn new(plugin: impl Into<String>, phase: Phase, source: impl Into<anyhow::Error>) -> Self {
-        PluginError { plugin: plugin.into(), phase, failure: Failure::Other, source: source.into() }
+        PluginError {
+            plugin: plugin.into(),
+            phase,
+            failure: Failure::Other,
+            source: source.into(),
+        }
     }
 
-    pub fn call(plugin: impl Into<String>, failure: Failure, source: impl Into<anyhow::Error>) -> Self {
-        PluginError { plugin: plugin.into(), phase: Phase::Call, failure, source: source.into() }
+    pub fn call(
+        plugin: impl Into<String>,
+        failure: Failure,
+        source: impl Into<anyhow::Error>,
+    ) -> Self {
+        PluginError {
+            plugin: plugin.into(),
+            phase: Phase::Call,
+            failure,
+            source: source.into(),
+        }
     }
 
     /// The underlying error (with its context chain).
@@ -74,7 +88,11 @@ impl PluginError {
 
 impl fmt::Display for PluginError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "plugin `{}` ({}): {:#}", self.plugin, self.phase, self.source)
+        write!(
+            f,
+            "plugin `{}` ({}): {:#}",
+            self.plugin, self.phase, self.source
+        )
     }
 }
 

@@ -100,7 +100,12 @@ struct Configured {
 }
 
 impl Configured {
-    fn new(plugin: &Plugin, role: Role, options: &[(String, String)], schema: SchemaRef) -> Result<Configured> {
+    fn new(
+        plugin: &Plugin,
+        role: Role,
+        options: &[(String, String)],
+        schema: SchemaRef,
+    ) -> Result<Configured> {
         let shared = plugin.shared.clone();
         if shared.manifest.kind != Kind::Format {
             return Err(PluginError::new(
@@ -110,8 +115,17 @@ impl Configured {
             ));
         }
         let options = plugin.resolve_options(options)?;
-        let row_type = row_type_from_arrow(&schema).map_err(|e| PluginError::new(&*shared.name, Phase::Configure, e))?;
-        let mut configured = Configured { shared, role, options, row_type, schema, live: None, batches: 0 };
+        let row_type = row_type_from_arrow(&schema)
+            .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, e))?;
+        let mut configured = Configured {
+            shared,
+            role,
+            options,
+            row_type,
+            schema,
+            live: None,
+            batches: 0,
+        };
         configured.start()?;
         Ok(configured)
     }
@@ -119,7 +133,9 @@ impl Configured {
     /// Instantiates from the pre-linked component and runs the factory.
     fn start(&mut self) -> Result<()> {
         let shared = self.shared.clone();
-        let Pre::Format(pre) = &shared.pre else { unreachable!("checked in Configured::new") };
+        let Pre::Format(pre) = &shared.pre else {
+            unreachable!("checked in Configured::new")
+        };
         let mut sandbox = Sandbox::new(&shared, |store| pre.instantiate(store))?;
         let factory = self.role.factory();
         let (options, row_type, role) = (&self.options, &self.row_type, self.role);
@@ -130,11 +146,21 @@ impl Configured {
                 Role::Encoder => codec.call_create_encoder(store, options, row_type),
             }
         });
-        let called = called.map_err(|e| PluginError::new(&*shared.name, Phase::Configure, anyhow!("{e}")))?;
-        shared.metrics.record_call(called.started.elapsed(), 0, 0, 0, 0);
+        let called = called
+            .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, anyhow!("{e}")))?;
+        shared
+            .metrics
+            .record_call(called.started.elapsed(), 0, 0, 0, 0);
         let resource = called.value.map_err(|e| {
-            let option = e.option.map(|o| format!("option `{o}`: ")).unwrap_or_default();
-            PluginError::new(&*shared.name, Phase::Configure, anyhow!("{factory} refused: {option}{}", e.message))
+            let option = e
+                .option
+                .map(|o| format!("option `{o}`: "))
+                .unwrap_or_default();
+            PluginError::new(
+                &*shared.name,
+                Phase::Configure,
+                anyhow!("{factory} refused: {option}{}", e.message),
+            )
         })?;
         self.live = Some((sandbox, resource));
         Ok(())
@@ -145,7 +171,11 @@ impl Configured {
     fn run<R>(
         &mut self,
         call: &str,
-        f: impl FnOnce(&mut wasmtime::Store<super::state::PluginState>, &Format, ResourceAny) -> wasmtime::Result<R>,
+        f: impl FnOnce(
+            &mut wasmtime::Store<super::state::PluginState>,
+            &Format,
+            ResourceAny,
+        ) -> wasmtime::Result<R>,
     ) -> Result<(R, std::time::Instant)> {
         self.batches += 1;
         let batch = self.batches;
@@ -153,9 +183,13 @@ impl Configured {
             self.start()?;
         }
         let shared = self.shared.clone();
-        let Some((sandbox, resource)) = self.live.as_mut() else { unreachable!("started above") };
+        let Some((sandbox, resource)) = self.live.as_mut() else {
+            unreachable!("started above")
+        };
         let resource = *resource;
-        match sandbox.call(&shared, &format!("{call} (batch {batch})"), |store, b| f(store, b, resource)) {
+        match sandbox.call(&shared, &format!("{call} (batch {batch})"), |store, b| {
+            f(store, b, resource)
+        }) {
             Ok(called) => Ok((called.value, called.started)),
             Err(mut err) => {
                 // The store is poisoned: drop it, start a fresh instance with the same configuration.
@@ -164,7 +198,11 @@ impl Configured {
                     Ok(()) => "; a fresh instance replaced it".to_owned(),
                     Err(e) => format!("; replacing the instance failed too: {e}"),
                 };
-                err = PluginError::call(&*shared.name, err.failure, anyhow!("{:#}{restart}", err.inner()));
+                err = PluginError::call(
+                    &*shared.name,
+                    err.failure,
+                    anyhow!("{:#}{restart}", err.inner()),
+                );
                 Err(err)
             }
         }
@@ -178,11 +216,24 @@ fn rejected(shared: &PluginShared, what: String) -> PluginError {
 fn check_errors(errors: &[wit::RowError], count: u32) -> anyhow::Result<Vec<RowError>> {
     let mut last = None;
     for e in errors {
-        ensure!(e.index < count, "row error for index {} of a batch of {count}", e.index);
-        ensure!(last.is_none_or(|l| e.index > l), "row errors must be ascending and unique");
+        ensure!(
+            e.index < count,
+            "row error for index {} of a batch of {count}",
+            e.index
+        );
+        ensure!(
+            last.is_none_or(|l| e.index > l),
+            "row errors must be ascending and unique"
+        );
         last = Some(e.index);
     }
-    Ok(errors.iter().map(|e| RowError { index: e.index, reason: e.reason.clone() }).collect())
+    Ok(errors
+        .iter()
+        .map(|e| RowError {
+            index: e.index,
+            reason: e.reason.clone(),
+        })
+        .collect())
 }
 
 /// A configured decoder: messages in, Arrow rows out.
@@ -192,8 +243,14 @@ pub struct Decoder {
 
 impl Decoder {
     /// Validates `options` against the manifest, then instantiates the plugin and runs `create-decoder`.
-    pub fn new(plugin: &Plugin, options: &[(String, String)], schema: SchemaRef) -> Result<Decoder> {
-        Ok(Decoder { inner: Configured::new(plugin, Role::Decoder, options, schema)? })
+    pub fn new(
+        plugin: &Plugin,
+        options: &[(String, String)],
+        schema: SchemaRef,
+    ) -> Result<Decoder> {
+        Ok(Decoder {
+            inner: Configured::new(plugin, Role::Decoder, options, schema)?,
+        })
     }
 
     pub fn schema(&self) -> &SchemaRef {
@@ -205,13 +262,24 @@ impl Decoder {
         let count = messages.count;
         let bytes_in = (messages.payloads.len() + messages.keys.data.len()) as u64;
         let (result, started) = self.inner.run("decode-batch", |store, b, r| {
-            b.pulsar_connect_plugin_codec().decoder().call_decode_batch(store, r, messages)
+            b.pulsar_connect_plugin_codec()
+                .decoder()
+                .call_decode_batch(store, r, messages)
         })?;
         let shared = &self.inner.shared;
         let batch_no = self.inner.batches;
-        let decoded = result.map_err(|e| rejected(shared, format!("decode-batch (batch {batch_no}) failed: {e}")))?;
-        let errors = check_errors(&decoded.errors, count)
-            .map_err(|e| rejected(shared, format!("decode-batch (batch {batch_no}) returned bad row errors: {e:#}")))?;
+        let decoded = result.map_err(|e| {
+            rejected(
+                shared,
+                format!("decode-batch (batch {batch_no}) failed: {e}"),
+            )
+        })?;
+        let errors = check_errors(&decoded.errors, count).map_err(|e| {
+            rejected(
+                shared,
+                format!("decode-batch (batch {batch_no}) returned bad row errors: {e:#}"),
+            )
+        })?;
         if decoded.rows.row_count as usize + errors.len() != count as usize {
             return Err(rejected(
                 shared,
@@ -222,9 +290,19 @@ impl Decoder {
                 ),
             ));
         }
-        let batch = from_columns(decoded.rows, &self.inner.schema)
-            .map_err(|e| rejected(shared, format!("decode-batch (batch {batch_no}) returned invalid columns: {e:#}")))?;
-        shared.metrics.record_call(started.elapsed(), batch.num_rows() as u64, bytes_in, 0, errors.len() as u64);
+        let batch = from_columns(decoded.rows, &self.inner.schema).map_err(|e| {
+            rejected(
+                shared,
+                format!("decode-batch (batch {batch_no}) returned invalid columns: {e:#}"),
+            )
+        })?;
+        shared.metrics.record_call(
+            started.elapsed(),
+            batch.num_rows() as u64,
+            bytes_in,
+            0,
+            errors.len() as u64,
+        );
         Ok(Decoded { batch, errors })
     }
 }
@@ -236,8 +314,14 @@ pub struct Encoder {
 
 impl Encoder {
     /// Validates `options` against the manifest, then instantiates the plugin and runs `create-encoder`.
-    pub fn new(plugin: &Plugin, options: &[(String, String)], schema: SchemaRef) -> Result<Encoder> {
-        Ok(Encoder { inner: Configured::new(plugin, Role::Encoder, options, schema)? })
+    pub fn new(
+        plugin: &Plugin,
+        options: &[(String, String)],
+        schema: SchemaRef,
+    ) -> Result<Encoder> {
+        Ok(Encoder {
+            inner: Configured::new(plugin, Role::Encoder, options, schema)?,
+        })
     }
 
     /// Encodes one row batch (its schema must be the encoder's).
@@ -250,15 +334,27 @@ impl Encoder {
                 anyhow!("encode-batch: the batch's schema differs from the encoder's"),
             ));
         }
-        let columns = to_columns(batch).map_err(|e| PluginError::call(&*shared.name, Failure::Other, e))?;
+        let columns =
+            to_columns(batch).map_err(|e| PluginError::call(&*shared.name, Failure::Other, e))?;
         let rows = batch.num_rows();
         let (result, started) = self.inner.run("encode-batch", |store, b, r| {
-            b.pulsar_connect_plugin_codec().encoder().call_encode_batch(store, r, &columns)
+            b.pulsar_connect_plugin_codec()
+                .encoder()
+                .call_encode_batch(store, r, &columns)
         })?;
         let batch_no = self.inner.batches;
-        let encoded = result.map_err(|e| rejected(&shared, format!("encode-batch (batch {batch_no}) failed: {e}")))?;
-        let errors = check_errors(&encoded.errors, rows as u32)
-            .map_err(|e| rejected(&shared, format!("encode-batch (batch {batch_no}) returned bad row errors: {e:#}")))?;
+        let encoded = result.map_err(|e| {
+            rejected(
+                &shared,
+                format!("encode-batch (batch {batch_no}) failed: {e}"),
+            )
+        })?;
+        let errors = check_errors(&encoded.errors, rows as u32).map_err(|e| {
+            rejected(
+                &shared,
+                format!("encode-batch (batch {batch_no}) returned bad row errors: {e:#}"),
+            )
+        })?;
         let offsets_ok = encoded.offsets.len() == rows + 1
             && encoded.offsets.first() == Some(&0)
             && encoded.offsets.windows(2).all(|w| w[0] <= w[1])
@@ -280,6 +376,10 @@ impl Encoder {
             encoded.payloads.len() as u64,
             errors.len() as u64,
         );
-        Ok(Encoded { payloads: encoded.payloads, offsets: encoded.offsets, errors })
+        Ok(Encoded {
+            payloads: encoded.payloads,
+            offsets: encoded.offsets,
+            errors,
+        })
     }
 }

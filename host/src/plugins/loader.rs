@@ -32,7 +32,11 @@ pub struct HostConfig {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { cache_dir: None, max_memory_mib: HOST_MAX_MEMORY_MIB, epoch_tick: DEFAULT_EPOCH_TICK }
+        HostConfig {
+            cache_dir: None,
+            max_memory_mib: HOST_MAX_MEMORY_MIB,
+            epoch_tick: DEFAULT_EPOCH_TICK,
+        }
     }
 }
 
@@ -51,11 +55,17 @@ impl PluginHost {
         start_epoch_ticker(&engine, config.epoch_tick)?;
         let mut linker = Linker::new(&engine);
         // Toolchains import WASI even when a plugin never uses it: link it, grant nothing.
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| anyhow!("linking WASI: {e:#}"))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| anyhow!("linking WASI: {e:#}"))?;
         format::pulsar_connect::plugin::log::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| anyhow!("linking the log import: {e:#}"))?;
         let cache = CompileCache::open(config.cache_dir.as_deref())?;
-        Ok(PluginHost { engine, linker, cache, config })
+        Ok(PluginHost {
+            engine,
+            linker,
+            cache,
+            config,
+        })
     }
 
     pub fn engine(&self) -> &Engine {
@@ -70,7 +80,11 @@ impl PluginHost {
 
     /// Loads every plugin of `dir`; one result per plugin folder.
     pub fn load_all(&self, dir: &PluginDir) -> anyhow::Result<Vec<(String, Result<Plugin>)>> {
-        Ok(dir.plugin_names()?.into_iter().map(|name| (name.clone(), self.load(dir, &name))).collect())
+        Ok(dir
+            .plugin_names()?
+            .into_iter()
+            .map(|name| (name.clone(), self.load(dir, &name)))
+            .collect())
     }
 
     fn load_source(&self, source: PluginSource) -> Result<Plugin> {
@@ -87,13 +101,19 @@ impl PluginHost {
             .compile(&self.engine, &sha, &wasm)
             .map_err(|e| PluginError::new(&name, Phase::Compile, e))?;
         check_world(&self.engine, &component, &world).map_err(verify)?;
-        let instance_pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| verify(anyhow!("{e:#}").context("the component imports something the host does not provide")))?;
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            verify(
+                anyhow!("{e:#}")
+                    .context("the component imports something the host does not provide"),
+            )
+        })?;
         let pre = match world.kind {
-            Kind::Format => Pre::Format(format::FormatPre::new(instance_pre).map_err(|e| verify(anyhow!("{e:#}")))?),
-            Kind::Router => Pre::Router(router::RouterPre::new(instance_pre).map_err(|e| verify(anyhow!("{e:#}")))?),
+            Kind::Format => Pre::Format(
+                format::FormatPre::new(instance_pre).map_err(|e| verify(anyhow!("{e:#}")))?,
+            ),
+            Kind::Router => Pre::Router(
+                router::RouterPre::new(instance_pre).map_err(|e| verify(anyhow!("{e:#}")))?,
+            ),
         };
         let plugin_name: Arc<str> = Arc::from(name.as_str());
         Ok(Plugin {
@@ -114,7 +134,11 @@ impl PluginHost {
 
 /// Checks the component's real exports against the world its manifest claims.
 fn check_world(engine: &Engine, component: &Component, world: &WorldRef) -> anyhow::Result<()> {
-    let exports: Vec<String> = component.component_type().exports(engine).map(|(name, _)| name.to_owned()).collect();
+    let exports: Vec<String> = component
+        .component_type()
+        .exports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
     let want = world.export_name();
     if exports.iter().any(|e| e == &want) {
         return Ok(());
@@ -123,7 +147,10 @@ fn check_world(engine: &Engine, component: &Component, world: &WorldRef) -> anyh
         Kind::Format => Kind::Router,
         Kind::Router => Kind::Format,
     };
-    let other = WorldRef { kind: other_kind, version: world.version.clone() };
+    let other = WorldRef {
+        kind: other_kind,
+        version: world.version.clone(),
+    };
     if exports.iter().any(|e| e == &other.export_name()) {
         return Err(anyhow!(
             "the manifest claims world {world} but the component implements {other} (it exports {})",
@@ -164,7 +191,10 @@ pub struct Plugin {
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plugin").field("name", &self.shared.name).field("kind", &self.shared.manifest.kind).finish()
+        f.debug_struct("Plugin")
+            .field("name", &self.shared.name)
+            .field("kind", &self.shared.manifest.kind)
+            .finish()
     }
 }
 
@@ -197,6 +227,11 @@ impl Plugin {
 
 /// Reads a plugin directory's manifests without compiling anything (for `plugins list`).
 pub fn read_manifests(dir: &PluginDir) -> anyhow::Result<Vec<(String, Result<Manifest>)>> {
-    let names = dir.plugin_names().with_context(|| format!("reading {}", dir.path().display()))?;
-    Ok(names.into_iter().map(|n| (n.clone(), dir.read_manifest(&n))).collect())
+    let names = dir
+        .plugin_names()
+        .with_context(|| format!("reading {}", dir.path().display()))?;
+    Ok(names
+        .into_iter()
+        .map(|n| (n.clone(), dir.read_manifest(&n)))
+        .collect())
 }

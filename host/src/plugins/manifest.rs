@@ -129,7 +129,10 @@ impl Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory_mib: Self::default_memory_mib(), timeout_ms: Self::default_timeout_ms() }
+        Limits {
+            memory_mib: Self::default_memory_mib(),
+            timeout_ms: Self::default_timeout_ms(),
+        }
     }
 }
 
@@ -143,27 +146,40 @@ pub struct WorldRef {
 impl WorldRef {
     /// The fully qualified name of the interface the world exports, e.g. `pulsar-connect:plugin/codec@0.1.0`.
     pub fn export_name(&self) -> String {
-        format!("{WIT_PACKAGE}/{}@{}", self.kind.exported_interface(), self.version)
+        format!(
+            "{WIT_PACKAGE}/{}@{}",
+            self.kind.exported_interface(),
+            self.version
+        )
     }
 }
 
 impl fmt::Display for WorldRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{WIT_PACKAGE}/{}@{}", self.kind.world_name(), self.version)
+        write!(
+            f,
+            "{WIT_PACKAGE}/{}@{}",
+            self.kind.world_name(),
+            self.version
+        )
     }
 }
 
 impl Manifest {
     /// Parses and checks a manifest read from the folder `folder`.
     pub fn parse(text: &str, folder: &str) -> anyhow::Result<Manifest> {
-        let manifest: Manifest = toml::from_str(text).context("plugin.toml is not a valid manifest")?;
+        let manifest: Manifest =
+            toml::from_str(text).context("plugin.toml is not a valid manifest")?;
         manifest.check(folder)?;
         Ok(manifest)
     }
 
     fn check(&self, folder: &str) -> anyhow::Result<()> {
         if !is_plain_name(&self.name) {
-            bail!("name `{}` must be lowercase letters, digits, `-` or `_`", self.name);
+            bail!(
+                "name `{}` must be lowercase letters, digits, `-` or `_`",
+                self.name
+            );
         }
         if self.name != folder {
             bail!("name `{}` differs from its folder `{folder}`", self.name);
@@ -187,17 +203,24 @@ impl Manifest {
                 bail!("option `{}` is declared twice", spec.name);
             }
             if spec.required && spec.default.is_some() {
-                bail!("option `{}` is required and has a default; choose one", spec.name);
+                bail!(
+                    "option `{}` is required and has a default; choose one",
+                    spec.name
+                );
             }
             if (spec.ty == OptionType::Enum) == spec.values.is_empty() {
-                bail!("option `{}`: `values` lists the choices of an enum option, and only of one", spec.name);
+                bail!(
+                    "option `{}`: `values` lists the choices of an enum option, and only of one",
+                    spec.name
+                );
             }
             if let Some(default) = &spec.default {
                 let text = match default {
                     toml::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                spec.check_value(&text).with_context(|| format!("default of option `{}`", spec.name))?;
+                spec.check_value(&text)
+                    .with_context(|| format!("default of option `{}`", spec.name))?;
             }
         }
         Ok(())
@@ -210,17 +233,24 @@ impl Manifest {
             .strip_prefix(WIT_PACKAGE)
             .and_then(|r| r.strip_prefix('/'))
             .with_context(|| format!("world `{}` is not in package {WIT_PACKAGE}", self.world))?;
-        let (name, version) =
-            rest.split_once('@').with_context(|| format!("world `{}` has no @version", self.world))?;
+        let (name, version) = rest
+            .split_once('@')
+            .with_context(|| format!("world `{}` has no @version", self.world))?;
         let kind = match name {
             "format" => Kind::Format,
             "router" => Kind::Router,
             other => bail!("unknown world `{other}`: expected `format` or `router`"),
         };
         if !SUPPORTED_WIT_VERSIONS.contains(&version) {
-            bail!("world version {version} is not supported; this host implements {}", SUPPORTED_WIT_VERSIONS.join(", "));
+            bail!(
+                "world version {version} is not supported; this host implements {}",
+                SUPPORTED_WIT_VERSIONS.join(", ")
+            );
         }
-        Ok(WorldRef { kind, version: version.to_owned() })
+        Ok(WorldRef {
+            kind,
+            version: version.to_owned(),
+        })
     }
 
     /// The memory cap in bytes: the manifest's, capped by `host_max_mib`.
@@ -230,7 +260,10 @@ impl Manifest {
 
     /// Checks options given by a job against the declared ones and returns the full set the plugin
     /// receives: the given values (normalised) plus the defaults of the options not given.
-    pub fn resolve_options(&self, given: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+    pub fn resolve_options(
+        &self,
+        given: &[(String, String)],
+    ) -> anyhow::Result<Vec<(String, String)>> {
         let mut seen = BTreeSet::new();
         for (name, value) in given {
             let Some(spec) = self.options.iter().find(|s| &s.name == name) else {
@@ -239,7 +272,8 @@ impl Manifest {
             if !seen.insert(name.as_str()) {
                 bail!("option `{name}` is given twice");
             }
-            spec.check_value(value).with_context(|| format!("option `{name}`"))?;
+            spec.check_value(value)
+                .with_context(|| format!("option `{name}`"))?;
         }
         let mut resolved = Vec::new();
         for spec in &self.options {
@@ -274,7 +308,10 @@ impl Manifest {
         if names.is_empty() {
             format!("unknown option `{name}`: this plugin takes no options")
         } else {
-            format!("unknown option `{name}`{nearest} (allowed: {})", names.join(", "))
+            format!(
+                "unknown option `{name}`{nearest} (allowed: {})",
+                names.join(", ")
+            )
         }
     }
 }
@@ -291,10 +328,12 @@ impl OptionSpec {
                 }
             }
             OptionType::Int => {
-                v.parse::<i64>().map_err(|_| anyhow::anyhow!("expected an integer, got `{value}`"))?;
+                v.parse::<i64>()
+                    .map_err(|_| anyhow::anyhow!("expected an integer, got `{value}`"))?;
             }
             OptionType::Float => {
-                v.parse::<f64>().map_err(|_| anyhow::anyhow!("expected a number, got `{value}`"))?;
+                v.parse::<f64>()
+                    .map_err(|_| anyhow::anyhow!("expected a number, got `{value}`"))?;
             }
             OptionType::Enum => {
                 if !self.values.iter().any(|c| c == v) {
@@ -318,7 +357,9 @@ impl OptionSpec {
 pub fn is_plain_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
         && !name.starts_with(['-', '_'])
 }
 
@@ -355,16 +396,28 @@ memory-mib = 32
         assert_eq!(m.limits.memory_mib, 32);
         assert_eq!(m.limits.timeout_ms, 1000);
         let got = m.resolve_options(&[("schema".into(), "s".into())]).unwrap();
-        assert_eq!(got, vec![("ignore-parse-errors".into(), "false".into()), ("schema".into(), "s".into())]);
+        assert_eq!(
+            got,
+            vec![
+                ("ignore-parse-errors".into(), "false".into()),
+                ("schema".into(), "s".into())
+            ]
+        );
     }
 
     #[test]
     fn unknown_option_suggests_nearest() {
         let m = Manifest::parse(MANIFEST, "demo").unwrap();
-        let err = m.resolve_options(&[("ignore-parse-error".into(), "true".into())]).unwrap_err().to_string();
+        let err = m
+            .resolve_options(&[("ignore-parse-error".into(), "true".into())])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown option `ignore-parse-error`"), "{err}");
         assert!(err.contains("did you mean `ignore-parse-errors`"), "{err}");
-        assert!(err.contains("allowed: ignore-parse-errors, schema"), "{err}");
+        assert!(
+            err.contains("allowed: ignore-parse-errors, schema"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -373,15 +426,24 @@ memory-mib = 32
         let err = m.resolve_options(&[]).unwrap_err().to_string();
         assert!(err.contains("required option `schema` is missing"), "{err}");
         let err = m
-            .resolve_options(&[("schema".into(), "s".into()), ("ignore-parse-errors".into(), "yes".into())])
+            .resolve_options(&[
+                ("schema".into(), "s".into()),
+                ("ignore-parse-errors".into(), "yes".into()),
+            ])
             .unwrap_err();
-        assert!(format!("{err:#}").contains("expected true or false"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("expected true or false"),
+            "{err:#}"
+        );
     }
 
     #[test]
     fn rejects_unknown_fields_and_bad_names() {
         let err = Manifest::parse(&format!("{MANIFEST}\nsurprise = 1\n"), "demo").unwrap_err();
-        assert!(format!("{err:#}").contains("unknown field `surprise`"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("unknown field `surprise`"),
+            "{err:#}"
+        );
         let err = Manifest::parse(MANIFEST, "other").unwrap_err();
         assert!(err.to_string().contains("differs from its folder"), "{err}");
         let bad = MANIFEST.replace("name = \"demo\"", "name = \"../etc\"");
@@ -391,8 +453,18 @@ memory-mib = 32
     #[test]
     fn world_must_match_kind_and_version() {
         let bad = MANIFEST.replace("format@0.1.0", "router@0.1.0");
-        assert!(Manifest::parse(&bad, "demo").unwrap_err().to_string().contains("does not match world"));
+        assert!(
+            Manifest::parse(&bad, "demo")
+                .unwrap_err()
+                .to_string()
+                .contains("does not match world")
+        );
         let bad = MANIFEST.replace("format@0.1.0", "format@9.0.0");
-        assert!(Manifest::parse(&bad, "demo").unwrap_err().to_string().contains("not supported"));
+        assert!(
+            Manifest::parse(&bad, "demo")
+                .unwrap_err()
+                .to_string()
+                .contains("not supported")
+        );
     }
 }

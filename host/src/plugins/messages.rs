@@ -27,7 +27,10 @@ pub struct MessageRef<'a> {
 
 impl MessageBatchBuilder {
     pub fn new() -> Self {
-        MessageBatchBuilder { payload_offsets: vec![0], ..Default::default() }
+        MessageBatchBuilder {
+            payload_offsets: vec![0],
+            ..Default::default()
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -128,7 +131,8 @@ impl PropertyBatchBuilder {
             self.values.extend_from_slice(value.as_bytes());
             self.value_offsets.push(self.values.len() as u32);
         }
-        self.message_offsets.push(self.name_offsets.len() as u32 - 1);
+        self.message_offsets
+            .push(self.name_offsets.len() as u32 - 1);
     }
 
     pub fn finish(mut self) -> wit::PropertyBatch {

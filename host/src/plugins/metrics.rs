@@ -38,13 +38,21 @@ pub struct PluginCounters {
 }
 
 impl PluginMetrics {
-    pub fn record_call(&self, elapsed: Duration, rows: u64, bytes_in: u64, bytes_out: u64, row_errors: u64) {
+    pub fn record_call(
+        &self,
+        elapsed: Duration,
+        rows: u64,
+        bytes_in: u64,
+        bytes_out: u64,
+        row_errors: u64,
+    ) {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.rows.fetch_add(rows, Ordering::Relaxed);
         self.bytes_in.fetch_add(bytes_in, Ordering::Relaxed);
         self.bytes_out.fetch_add(bytes_out, Ordering::Relaxed);
         self.row_errors.fetch_add(row_errors, Ordering::Relaxed);
-        self.nanos.fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+        self.nanos
+            .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
     }
 
     pub fn record_trap(&self) {

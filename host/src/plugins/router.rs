@@ -32,7 +32,12 @@ impl Router {
             ));
         }
         let options = plugin.resolve_options(options)?;
-        let mut router = Router { shared, options, live: None, batches: 0 };
+        let mut router = Router {
+            shared,
+            options,
+            live: None,
+            batches: 0,
+        };
         router.start()?;
         Ok(router)
     }
@@ -44,18 +49,30 @@ impl Router {
 
     fn start(&mut self) -> Result<()> {
         let shared = self.shared.clone();
-        let Pre::Router(pre) = &shared.pre else { unreachable!("checked in Router::new") };
+        let Pre::Router(pre) = &shared.pre else {
+            unreachable!("checked in Router::new")
+        };
         let mut sandbox = Sandbox::new(&shared, |store| pre.instantiate(store))?;
         let options = &self.options;
         let called = sandbox
             .call(&shared, "create-router", |store, b: &RouterWorld| {
-                b.pulsar_connect_plugin_routing().call_create_router(store, options)
+                b.pulsar_connect_plugin_routing()
+                    .call_create_router(store, options)
             })
             .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, anyhow!("{e}")))?;
-        shared.metrics.record_call(called.started.elapsed(), 0, 0, 0, 0);
+        shared
+            .metrics
+            .record_call(called.started.elapsed(), 0, 0, 0, 0);
         let resource = called.value.map_err(|e| {
-            let option = e.option.map(|o| format!("option `{o}`: ")).unwrap_or_default();
-            PluginError::new(&*shared.name, Phase::Configure, anyhow!("create-router refused: {option}{}", e.message))
+            let option = e
+                .option
+                .map(|o| format!("option `{o}`: "))
+                .unwrap_or_default();
+            PluginError::new(
+                &*shared.name,
+                Phase::Configure,
+                anyhow!("create-router refused: {option}{}", e.message),
+            )
         })?;
         self.live = Some((sandbox, resource));
         Ok(())
@@ -73,17 +90,25 @@ impl Router {
         let batch = self.batches;
         let shared = self.shared.clone();
         if partitions == 0 {
-            return Err(PluginError::call(&*shared.name, Failure::Other, anyhow!("route-batch: no partitions")));
+            return Err(PluginError::call(
+                &*shared.name,
+                Failure::Other,
+                anyhow!("route-batch: no partitions"),
+            ));
         }
         if self.live.is_none() {
             self.start()?;
         }
         let properties = properties.filter(|_| shared.manifest.wants_properties);
-        let Some((sandbox, resource)) = self.live.as_mut() else { unreachable!("started above") };
+        let Some((sandbox, resource)) = self.live.as_mut() else {
+            unreachable!("started above")
+        };
         let resource = *resource;
         let what = format!("route-batch (batch {batch})");
         let called = sandbox.call(&shared, &what, |store, b: &RouterWorld| {
-            b.pulsar_connect_plugin_routing().router().call_route_batch(store, resource, keys, properties, partitions)
+            b.pulsar_connect_plugin_routing()
+                .router()
+                .call_route_batch(store, resource, keys, properties, partitions)
         });
         let called = match called {
             Ok(c) => c,
@@ -93,7 +118,11 @@ impl Router {
                     Ok(()) => "; a fresh instance replaced it".to_owned(),
                     Err(e) => format!("; replacing the instance failed too: {e}"),
                 };
-                return Err(PluginError::call(&*shared.name, err.failure, anyhow!("{:#}{restart}", err.inner())));
+                return Err(PluginError::call(
+                    &*shared.name,
+                    err.failure,
+                    anyhow!("{:#}{restart}", err.inner()),
+                ));
             }
         };
         let parts = called.value;
@@ -101,7 +130,11 @@ impl Router {
             return Err(PluginError::call(
                 &*shared.name,
                 Failure::Rejected,
-                anyhow!("{what} returned {} partitions for {} messages", parts.len(), keys.count),
+                anyhow!(
+                    "{what} returned {} partitions for {} messages",
+                    parts.len(),
+                    keys.count
+                ),
             ));
         }
         if let Some((i, p)) = parts.iter().enumerate().find(|(_, p)| **p >= partitions) {
@@ -111,7 +144,13 @@ impl Router {
                 anyhow!("{what} routed message {i} to partition {p} of {partitions}"),
             ));
         }
-        shared.metrics.record_call(called.started.elapsed(), parts.len() as u64, keys.data.len() as u64, 0, 0);
+        shared.metrics.record_call(
+            called.started.elapsed(),
+            parts.len() as u64,
+            keys.data.len() as u64,
+            0,
+            0,
+        );
         Ok(parts)
     }
 }

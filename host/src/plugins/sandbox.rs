@@ -30,7 +30,10 @@ impl<B> Sandbox<B> {
         shared: &Arc<PluginShared>,
         instantiate: impl FnOnce(&mut Store<PluginState>) -> wasmtime::Result<B>,
     ) -> Result<Sandbox<B>> {
-        let mut store = Store::new(&shared.engine, PluginState::new(shared.log.clone(), shared.memory_bytes));
+        let mut store = Store::new(
+            &shared.engine,
+            PluginState::new(shared.log.clone(), shared.memory_bytes),
+        );
         store.limiter(|state| &mut state.limiter);
         store.set_epoch_deadline(deadline_ticks(shared.timeout, shared.tick));
         shared.metrics.record_instantiation();
@@ -47,7 +50,8 @@ impl<B> Sandbox<B> {
         what: &str,
         f: impl FnOnce(&mut Store<PluginState>, &B) -> wasmtime::Result<R>,
     ) -> std::result::Result<Called<R>, PluginError> {
-        self.store.set_epoch_deadline(deadline_ticks(shared.timeout, shared.tick));
+        self.store
+            .set_epoch_deadline(deadline_ticks(shared.timeout, shared.tick));
         self.store.data_mut().limiter.exceeded = None;
         shared.log.take_recent_stderr();
         let started = Instant::now();
@@ -55,23 +59,38 @@ impl<B> Sandbox<B> {
             Ok(value) => Ok(Called { value, started }),
             Err(e) => {
                 shared.metrics.record_trap();
-                let (failure, cause) = if e.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt) {
-                    (Failure::Deadline, format!("ran past its deadline of {} ms and was interrupted", shared.timeout.as_millis()))
-                } else if let Some(wanted) = self.store.data().limiter.exceeded {
-                    (
-                        Failure::MemoryLimit,
-                        format!(
-                            "exceeded its memory limit of {} MiB (it asked for {} MiB)",
-                            shared.memory_bytes >> 20,
-                            wanted >> 20
-                        ),
-                    )
-                } else {
-                    (Failure::Trap, format!("trapped: {e:#}"))
-                };
+                let (failure, cause) =
+                    if e.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt) {
+                        (
+                            Failure::Deadline,
+                            format!(
+                                "ran past its deadline of {} ms and was interrupted",
+                                shared.timeout.as_millis()
+                            ),
+                        )
+                    } else if let Some(wanted) = self.store.data().limiter.exceeded {
+                        (
+                            Failure::MemoryLimit,
+                            format!(
+                                "exceeded its memory limit of {} MiB (it asked for {} MiB)",
+                                shared.memory_bytes >> 20,
+                                wanted >> 20
+                            ),
+                        )
+                    } else {
+                        (Failure::Trap, format!("trapped: {e:#}"))
+                    };
                 let stderr = shared.log.take_recent_stderr();
-                let stderr = if stderr.is_empty() { String::new() } else { format!("; its last stderr: {}", stderr.join(" / ")) };
-                Err(PluginError::call(&*shared.name, failure, anyhow!("{what} {cause}{stderr}")))
+                let stderr = if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its last stderr: {}", stderr.join(" / "))
+                };
+                Err(PluginError::call(
+                    &*shared.name,
+                    failure,
+                    anyhow!("{what} {cause}{stderr}"),
+                ))
             }
         }
     }

@@ -42,26 +42,44 @@ pub fn row_type_from_arrow(schema: &Schema) -> anyhow::Result<wit::RowType> {
     // Reserve the top-level type slots first, then fill them; children are appended after their parent.
     let mut fields = Vec::new();
     for field in schema.fields() {
-        let index = push_type(&mut types, field).with_context(|| format!("field `{}`", field.name()))?;
-        fields.push(wit::Field { name: field.name().clone(), type_index: index });
+        let index =
+            push_type(&mut types, field).with_context(|| format!("field `{}`", field.name()))?;
+        fields.push(wit::Field {
+            name: field.name().clone(),
+            type_index: index,
+        });
     }
     Ok(wit::RowType { types, fields })
 }
 
 fn sql_type_param(field: &Field, expected: &[&str]) -> anyhow::Result<Option<(String, u32)>> {
-    let Some(text) = field.metadata().get(SQL_TYPE_KEY) else { return Ok(None) };
-    let (name, rest) = text.split_once('(').ok_or_else(|| anyhow!("bad {SQL_TYPE_KEY} `{text}`"))?;
+    let Some(text) = field.metadata().get(SQL_TYPE_KEY) else {
+        return Ok(None);
+    };
+    let (name, rest) = text
+        .split_once('(')
+        .ok_or_else(|| anyhow!("bad {SQL_TYPE_KEY} `{text}`"))?;
     let name = name.trim().to_ascii_uppercase();
     if !expected.contains(&name.as_str()) {
-        bail!("{SQL_TYPE_KEY} `{text}` does not fit Arrow type {}", field.data_type());
+        bail!(
+            "{SQL_TYPE_KEY} `{text}` does not fit Arrow type {}",
+            field.data_type()
+        );
     }
-    let param = rest.trim_end_matches(')').trim().parse::<u32>().map_err(|_| anyhow!("bad {SQL_TYPE_KEY} `{text}`"))?;
+    let param = rest
+        .trim_end_matches(')')
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| anyhow!("bad {SQL_TYPE_KEY} `{text}`"))?;
     Ok(Some((name, param)))
 }
 
 fn push_type(types: &mut Vec<wit::TypeNode>, field: &Field) -> anyhow::Result<u32> {
     let index = types.len() as u32;
-    types.push(wit::TypeNode { data_type: wit::DataType::Boolean, nullable: field.is_nullable() });
+    types.push(wit::TypeNode {
+        data_type: wit::DataType::Boolean,
+        nullable: field.is_nullable(),
+    });
     let data_type = match field.data_type() {
         DataType::Boolean => wit::DataType::Boolean,
         DataType::Int8 => wit::DataType::Tinyint,
@@ -74,7 +92,10 @@ fn push_type(types: &mut Vec<wit::TypeNode>, field: &Field) -> anyhow::Result<u3
             if *s < 0 || *s as u8 > *p {
                 bail!("DECIMAL({p}, {s}) has a scale outside 0..=precision");
             }
-            wit::DataType::Decimal(wit::DecimalType { precision: *p, scale: *s as u8 })
+            wit::DataType::Decimal(wit::DecimalType {
+                precision: *p,
+                scale: *s as u8,
+            })
         }
         DataType::Utf8 => match sql_type_param(field, &["CHAR", "VARCHAR"])? {
             Some((name, n)) if name == "CHAR" => wit::DataType::Char(n),
@@ -97,12 +118,20 @@ fn push_type(types: &mut Vec<wit::TypeNode>, field: &Field) -> anyhow::Result<u3
         }
         DataType::Timestamp(unit, tz) => {
             let precision = precision_in_unit(field, *unit, &["TIMESTAMP", "TIMESTAMP_LTZ"])?;
-            if tz.is_some() { wit::DataType::TimestampLtz(precision) } else { wit::DataType::Timestamp(precision) }
+            if tz.is_some() {
+                wit::DataType::TimestampLtz(precision)
+            } else {
+                wit::DataType::Timestamp(precision)
+            }
         }
         DataType::List(item) => wit::DataType::Array(push_type(types, item)?),
         DataType::Map(entries, _) => {
-            let DataType::Struct(kv) = entries.data_type() else { bail!("MAP entries must be a struct") };
-            let [k, v] = kv.iter().collect::<Vec<_>>()[..] else { bail!("MAP entries must have 2 fields") };
+            let DataType::Struct(kv) = entries.data_type() else {
+                bail!("MAP entries must be a struct")
+            };
+            let [k, v] = kv.iter().collect::<Vec<_>>()[..] else {
+                bail!("MAP entries must have 2 fields")
+            };
             let key = push_type(types, k)?;
             let value = push_type(types, v)?;
             wit::DataType::Map(wit::MapType { key, value })
@@ -110,7 +139,10 @@ fn push_type(types: &mut Vec<wit::TypeNode>, field: &Field) -> anyhow::Result<u3
         DataType::Struct(children) => {
             let mut fields = Vec::new();
             for child in children {
-                fields.push(wit::Field { name: child.name().clone(), type_index: push_type(types, child)? });
+                fields.push(wit::Field {
+                    name: child.name().clone(),
+                    type_index: push_type(types, child)?,
+                });
             }
             wit::DataType::Row(fields)
         }
@@ -122,7 +154,10 @@ fn push_type(types: &mut Vec<wit::TypeNode>, field: &Field) -> anyhow::Result<u3
 
 fn precision_in_unit(field: &Field, unit: TimeUnit, names: &[&str]) -> anyhow::Result<u8> {
     let precision = match sql_type_param(field, names)? {
-        Some((_, p)) => u8::try_from(p).ok().filter(|p| *p <= 9).ok_or_else(|| anyhow!("precision {p} > 9"))?,
+        Some((_, p)) => u8::try_from(p)
+            .ok()
+            .filter(|p| *p <= 9)
+            .ok_or_else(|| anyhow!("precision {p} > 9"))?,
         None => unit_precision(unit),
     };
     if time_unit(precision) != unit {
@@ -199,7 +234,11 @@ fn arrow_field(row_type: &wit::RowType, name: &str, index: u32) -> anyhow::Resul
         wit::DataType::Time(p) => {
             check_precision(*p)?;
             sql_type = (unit_precision(time_unit(*p)) != *p).then(|| format!("TIME({p})"));
-            if *p <= 3 { DataType::Time32(time_unit(*p)) } else { DataType::Time64(time_unit(*p)) }
+            if *p <= 3 {
+                DataType::Time32(time_unit(*p))
+            } else {
+                DataType::Time64(time_unit(*p))
+            }
         }
         wit::DataType::Timestamp(p) => {
             check_precision(*p)?;
@@ -218,11 +257,18 @@ fn arrow_field(row_type: &wit::RowType, name: &str, index: u32) -> anyhow::Resul
                 bail!("MAP keys must be NOT NULL in Arrow");
             }
             let value = arrow_field(row_type, "value", m.value)?;
-            let entries = Field::new("entries", DataType::Struct(Fields::from(vec![key, value])), false);
+            let entries = Field::new(
+                "entries",
+                DataType::Struct(Fields::from(vec![key, value])),
+                false,
+            );
             DataType::Map(Arc::new(entries), false)
         }
         wit::DataType::Row(fields) => DataType::Struct(Fields::from(
-            fields.iter().map(|f| arrow_field(row_type, &f.name, f.type_index)).collect::<anyhow::Result<Vec<_>>>()?,
+            fields
+                .iter()
+                .map(|f| arrow_field(row_type, &f.name, f.type_index))
+                .collect::<anyhow::Result<Vec<_>>>()?,
         )),
     };
     let field = Field::new(name, data_type, node.nullable);

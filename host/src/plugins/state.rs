@@ -57,7 +57,8 @@ impl LogSink {
     fn admit(&self) -> Option<u64> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
-        s.tokens = (s.tokens + now.duration_since(s.last).as_secs_f64() * LOG_LINES_PER_SECOND).min(LOG_BURST);
+        s.tokens = (s.tokens + now.duration_since(s.last).as_secs_f64() * LOG_LINES_PER_SECOND)
+            .min(LOG_BURST);
         s.last = now;
         if s.tokens < 1.0 {
             s.dropped += 1;
@@ -71,7 +72,11 @@ impl LogSink {
         let plugin = &*self.plugin;
         let Some(dropped) = self.admit() else { return };
         if dropped > 0 {
-            tracing::warn!(plugin, dropped, "plugin log rate limit: {dropped} lines dropped");
+            tracing::warn!(
+                plugin,
+                dropped,
+                "plugin log rate limit: {dropped} lines dropped"
+            );
         }
         match level {
             log::Level::Trace => tracing::trace!(plugin, stream, fields, "{line}"),
@@ -165,7 +170,11 @@ impl Pollable for LogStream {
 }
 
 impl tokio::io::AsyncWrite for LogStream {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         self.write_bytes(buf);
         Poll::Ready(Ok(buf.len()))
     }
@@ -186,7 +195,12 @@ pub struct Limiter {
 }
 
 impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             self.exceeded = Some(desired);
             return Err(wasmtime::Error::msg(format!(
@@ -198,7 +212,12 @@ impl ResourceLimiter for Limiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 1_000_000)
     }
 }
@@ -215,24 +234,47 @@ impl PluginState {
     /// A state with an empty WASI context: no files, no sockets, no env, no args, stdin closed;
     /// stdout and stderr go to the log.
     pub fn new(log: Arc<LogSink>, memory_bytes: usize) -> PluginState {
-        let stdout = LogStream { sink: log.clone(), stderr: false, partial: Arc::default() };
-        let stderr = LogStream { sink: log.clone(), stderr: true, partial: Arc::default() };
+        let stdout = LogStream {
+            sink: log.clone(),
+            stderr: false,
+            partial: Arc::default(),
+        };
+        let stderr = LogStream {
+            sink: log.clone(),
+            stderr: true,
+            partial: Arc::default(),
+        };
         let wasi = WasiCtxBuilder::new().stdout(stdout).stderr(stderr).build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(10_000);
-        PluginState { wasi, table, limiter: Limiter { memory_bytes, exceeded: None }, log }
+        PluginState {
+            wasi,
+            table,
+            limiter: Limiter {
+                memory_bytes,
+                exceeded: None,
+            },
+            log,
+        }
     }
 }
 
 impl WasiView for PluginState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
 impl log::Host for PluginState {
     fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
-        let fields = fields.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+        let fields = fields
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         let message: String = message.chars().take(MAX_LINE).collect();
         self.log.emit("log", level, &message, &fields);
     }

@@ -27,14 +27,20 @@ impl codec::Guest for Hostile {
 
     fn create_decoder(options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
         if option(&options, "refuse") == Some("true") {
-            return Err(ConfigError { option: Some("refuse".into()), message: "asked to refuse".into() });
+            return Err(ConfigError {
+                option: Some("refuse".into()),
+                message: "asked to refuse".into(),
+            });
         }
         DECODERS.fetch_add(1, Ordering::Relaxed);
         let tag = option(&options, "tag").unwrap_or_default().to_owned();
         Ok(codec::Decoder::new(Decoder { row_type, tag }))
     }
 
-    fn create_encoder(_options: Options, _row_type: RowType) -> Result<codec::Encoder, ConfigError> {
+    fn create_encoder(
+        _options: Options,
+        _row_type: RowType,
+    ) -> Result<codec::Encoder, ConfigError> {
         Ok(codec::Encoder::new(Encoder))
     }
 }
@@ -60,14 +66,24 @@ impl codec::GuestDecoder for Decoder {
                 b"panic" => panic!("hostile guest panics on purpose"),
                 b"file" => {
                     return match std::fs::read_to_string("/etc/passwd") {
-                        Ok(text) => Ok(vec![Value::Bytes(text.into_bytes()), Value::Null, Value::Null, Value::Null]),
+                        Ok(text) => Ok(vec![
+                            Value::Bytes(text.into_bytes()),
+                            Value::Null,
+                            Value::Null,
+                            Value::Null,
+                        ]),
                         Err(e) => Err(format!("open /etc/passwd: {e}")),
                     };
                 }
                 p if p.starts_with(b"socket:") => {
                     let addr = format!("127.0.0.1:{}", String::from_utf8_lossy(&p[7..]));
                     return match std::net::TcpStream::connect(&addr) {
-                        Ok(_) => Ok(vec![Value::Bytes(b"connected".to_vec()), Value::Null, Value::Null, Value::Null]),
+                        Ok(_) => Ok(vec![
+                            Value::Bytes(b"connected".to_vec()),
+                            Value::Null,
+                            Value::Null,
+                            Value::Null,
+                        ]),
                         Err(e) => Err(format!("connect {addr}: {e}")),
                     };
                 }

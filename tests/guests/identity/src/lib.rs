@@ -19,7 +19,10 @@ impl codec::Guest for Identity {
     type Encoder = IdentityEncoder;
 
     fn create_decoder(_options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
-        BatchBuilder::new(&row_type).map_err(|message| ConfigError { option: None, message })?;
+        BatchBuilder::new(&row_type).map_err(|message| ConfigError {
+            option: None,
+            message,
+        })?;
         pulsar_connect_plugin::log::log(
             pulsar_connect_plugin::log::Level::Info,
             "identity decoder created",
@@ -29,7 +32,10 @@ impl codec::Guest for Identity {
     }
 
     fn create_encoder(_options: Options, row_type: RowType) -> Result<codec::Encoder, ConfigError> {
-        BatchBuilder::new(&row_type).map_err(|message| ConfigError { option: None, message })?;
+        BatchBuilder::new(&row_type).map_err(|message| ConfigError {
+            option: None,
+            message,
+        })?;
         Ok(codec::Encoder::new(IdentityEncoder { row_type }))
     }
 }
@@ -161,11 +167,19 @@ fn get(input: &mut &[u8]) -> Result<Value, String> {
         14 | 16 => {
             let n = u32::from_le_bytes(take(input)?) as usize;
             let items = (0..n).map(|_| get(input)).collect::<Result<Vec<_>, _>>()?;
-            if tag == 14 { Value::Array(items) } else { Value::Row(items) }
+            if tag == 14 {
+                Value::Array(items)
+            } else {
+                Value::Row(items)
+            }
         }
         15 => {
             let n = u32::from_le_bytes(take(input)?) as usize;
-            Value::Map((0..n).map(|_| Ok((get(input)?, get(input)?))).collect::<Result<Vec<_>, String>>()?)
+            Value::Map(
+                (0..n)
+                    .map(|_| Ok((get(input)?, get(input)?)))
+                    .collect::<Result<Vec<_>, String>>()?,
+            )
         }
         other => return Err(format!("unknown value tag {other}")),
     })
