@@ -1,6 +1,6 @@
 //! The cost of the plugin boundary: a trivial format (`passthrough`: a payload is one BYTES value) at
 //! 1, 64, 1024 and 8192 messages per batch, against the same work done natively (flat payload buffer
-//! + offsets → Arrow `BinaryArray` → `RecordBatch`). The difference per message is the crossing cost:
+//! and offsets → Arrow `BinaryArray` → `RecordBatch`). The difference per message is the crossing cost:
 //! lowering the message batch into guest memory, the call, lifting the columns back, validating them.
 //!
 //! Run: `CARGO_BUILD_BUILD_DIR=/work/build-shared cargo bench -p pulsar-connect-tests --bench plugin_boundary`
