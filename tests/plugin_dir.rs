@@ -38,9 +38,12 @@ fn good_plugins_load_and_are_listed() {
         out.contains("modulo-router") && out.contains("router"),
         "{out}"
     );
-    assert!(out.contains("tag") && out.contains("default none"), "{out}");
     assert!(
-        out.contains("refuse") && out.contains("default false"),
+        out.contains("tag") && out.contains("default \"none\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("refuse") && out.contains("default \"false\""),
         "{out}"
     );
 

@@ -102,6 +102,7 @@ fn contained(command: &str, expected: Failure, message_parts: &[&str]) {
     assert_eq!(err.phase, Phase::Call);
     assert_eq!(err.failure, expected, "{err}");
     let text = err.to_string();
+    eprintln!("contained: {text}");
     for part in [
         "plugin `hostile`",
         "decode-batch (batch 3)",

@@ -57,7 +57,7 @@ pub fn list(dir: &Path, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
                 for o in &m.options {
                     let default = match (o.required, o.default_text()) {
                         (true, _) => "required".to_owned(),
-                        (false, Some(d)) => format!("default {d}"),
+                        (false, Some(d)) => format!("default {d:?}"),
                         (false, None) => "optional".to_owned(),
                     };
                     let values = if o.values.is_empty() {

@@ -74,13 +74,23 @@ impl<B> Sandbox<B> {
                             format!(
                                 "exceeded its memory limit of {} MiB (it asked for {} MiB)",
                                 shared.memory_bytes >> 20,
-                                wanted >> 20
+                                wanted.div_ceil(1 << 20)
                             ),
                         )
                     } else {
-                        (Failure::Trap, format!("trapped: {e:#}"))
+                        // The trap itself, without the multi-line wasm backtrace.
+                        let cause = match e.downcast_ref::<wasmtime::Trap>() {
+                            Some(trap) => trap.to_string(),
+                            None => format!("{e:#}")
+                                .lines()
+                                .next()
+                                .unwrap_or_default()
+                                .to_owned(),
+                        };
+                        (Failure::Trap, format!("trapped: {cause}"))
                     };
-                let stderr = shared.log.take_recent_stderr();
+                let mut stderr = shared.log.take_recent_stderr();
+                stderr.retain(|line| !line.trim().is_empty());
                 let stderr = if stderr.is_empty() {
                     String::new()
                 } else {
