@@ -180,14 +180,62 @@ fn socket_access_is_denied() {
     assert!(listener.accept().is_err(), "the guest reached the listener");
 }
 
+/// A `MakeWriter` that keeps what the log subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
 #[test]
 fn chatty_plugin_output_is_captured_and_rate_limited() {
     let f = fixture(&["hostile"]);
     let (_plugin, mut decoder) = hostile_decoder(&f);
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_ansi(false)
+        .finish();
     let started = Instant::now();
-    let decoded = decoder.decode(&messages(&["shout"])).unwrap();
+    let decoded =
+        tracing::subscriber::with_default(subscriber, || decoder.decode(&messages(&["shout"])))
+            .unwrap();
     assert_eq!(decoded.batch.num_rows(), 1);
     assert!(started.elapsed() < Duration::from_secs(5));
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("stdout line") || l.contains("stderr line"))
+        .collect();
+    // 2000 lines written; the burst of 100 (plus what refills during the call) gets through.
+    assert!(
+        (50..=300).contains(&lines.len()),
+        "{} plugin lines logged",
+        lines.len()
+    );
+    assert!(
+        lines.iter().all(|l| l.contains("plugin=\"hostile\"")),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("stream=\"stderr\""))
+            && lines.iter().any(|l| l.contains("stream=\"stdout\""))
+    );
 }
 
 #[test]
