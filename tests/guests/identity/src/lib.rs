@@ -134,7 +134,7 @@ fn put(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
-fn take<'a, const N: usize>(input: &mut &'a [u8]) -> Result<[u8; N], String> {
+fn take<const N: usize>(input: &mut &[u8]) -> Result<[u8; N], String> {
     let (head, rest) = input.split_at_checked(N).ok_or("truncated payload")?;
     *input = rest;
     Ok(head.try_into().map_err(|_| "truncated payload")?)
