@@ -2,4 +2,6 @@
 //!
 //! Layers (see `docs/adr/` and the README): sql → catalog → planner → runtime → connectors → plugins.
 
+pub mod cli;
+pub mod plugins;
 pub mod pulsar;

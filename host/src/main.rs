@@ -14,6 +14,9 @@ struct Cli {
 enum Command {
     /// Print the versions of the host and its main components.
     Version,
+    /// Inspect and validate a plugin directory.
+    #[command(subcommand)]
+    Plugins(pulsar_connect::cli::plugins::PluginsCommand),
 }
 
 fn main() -> ExitCode {
@@ -24,6 +27,7 @@ fn main() -> ExitCode {
             println!("pulsar-connect {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        Command::Plugins(command) => pulsar_connect::cli::plugins::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,8 @@
 //! started by `cargo xtask broker start`. A test that needs a broker and finds none fails with a message
 //! saying how to start one; it never passes silently.
 
+pub mod guests;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

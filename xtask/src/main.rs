@@ -7,6 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use xtask::broker::{self, BrokerInfo, Profile, StartOptions};
 use xtask::{paths, python};
 
+mod build_plugins;
+
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "pulsar-connect project tasks")]
 struct Cli {
@@ -27,6 +29,8 @@ enum Task {
     Test(TestArgs),
     /// Run the demo end to end against a local real Pulsar (started if none is given).
     Demo,
+    /// Build the guest crates (guest-formats/*, guest-routers/*) and install them as plugins.
+    BuildPlugins(build_plugins::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,6 +98,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Task::Test(args) => test(args),
         Task::Demo => demo(),
+        Task::BuildPlugins(args) => {
+            build_plugins::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -175,6 +183,7 @@ fn cargo() -> Command {
 
 fn test(args: TestArgs) -> Result<ExitCode> {
     let python = python::ensure_venv()?;
+    build_plugins::run(build_plugins::Args::default())?;
     let started = ensure_broker()?;
     let status = cargo()
         .current_dir(paths::workspace_root())

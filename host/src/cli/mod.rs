@@ -1,0 +1,3 @@
+//! Command-line subcommands that are more than a line in `main.rs`.
+
+pub mod plugins;

@@ -1,0 +1,78 @@
+//! Per-plugin counters, shared by every instance of the plugin.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Live counters of one plugin (cheap relaxed atomics).
+#[derive(Debug, Default)]
+pub struct PluginMetrics {
+    calls: AtomicU64,
+    rows: AtomicU64,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+    nanos: AtomicU64,
+    row_errors: AtomicU64,
+    traps: AtomicU64,
+    instantiations: AtomicU64,
+}
+
+/// A snapshot of a plugin's counters, for the metrics layer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginCounters {
+    /// Calls into the plugin (factories and batch calls).
+    pub calls: u64,
+    /// Rows decoded, encoded or routed.
+    pub rows: u64,
+    /// Payload and key bytes passed in.
+    pub bytes_in: u64,
+    /// Payload bytes returned.
+    pub bytes_out: u64,
+    /// Wall time spent inside calls.
+    pub time: Duration,
+    /// Rows or messages reported as errors.
+    pub row_errors: u64,
+    /// Traps, deadlines and limit hits (each replaced the instance).
+    pub traps: u64,
+    /// Instances created (the first ones and the replacements).
+    pub instantiations: u64,
+}
+
+impl PluginMetrics {
+    pub fn record_call(
+        &self,
+        elapsed: Duration,
+        rows: u64,
+        bytes_in: u64,
+        bytes_out: u64,
+        row_errors: u64,
+    ) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.rows.fetch_add(rows, Ordering::Relaxed);
+        self.bytes_in.fetch_add(bytes_in, Ordering::Relaxed);
+        self.bytes_out.fetch_add(bytes_out, Ordering::Relaxed);
+        self.row_errors.fetch_add(row_errors, Ordering::Relaxed);
+        self.nanos
+            .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    pub fn record_trap(&self) {
+        self.traps.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_instantiation(&self) {
+        self.instantiations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> PluginCounters {
+        PluginCounters {
+            calls: self.calls.load(Ordering::Relaxed),
+            rows: self.rows.load(Ordering::Relaxed),
+            bytes_in: self.bytes_in.load(Ordering::Relaxed),
+            bytes_out: self.bytes_out.load(Ordering::Relaxed),
+            time: Duration::from_nanos(self.nanos.load(Ordering::Relaxed)),
+            row_errors: self.row_errors.load(Ordering::Relaxed),
+            traps: self.traps.load(Ordering::Relaxed),
+            instantiations: self.instantiations.load(Ordering::Relaxed),
+        }
+    }
+}

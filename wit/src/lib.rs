@@ -1,0 +1,123 @@
+//! Rust guest SDK for pulsar-connect plugins.
+//!
+//! The WIT contract lives next to this file, frozen per version (`v0.1.0/`). A plugin crate depends on this
+//! crate with exactly one of the features `format` or `router`, implements the generated `Guest` trait and
+//! exports it with [`export_format!`] or [`export_router!`]. The helpers turn the columnar contract into
+//! row-at-a-time code: [`values::Value`], [`columns::BatchBuilder`] (rows → columns) and
+//! [`columns::read_rows`] (columns → rows), and [`messages`] for the flattened message batches.
+//!
+//! ```ignore
+//! use pulsar_connect_plugin::prelude::*;
+//!
+//! struct Lines;
+//! impl codec::Guest for Lines {
+//!     type Decoder = LinesDecoder;
+//!     type Encoder = LinesEncoder;
+//!     fn create_decoder(_options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+//!         Ok(codec::Decoder::new(LinesDecoder { row_type }))
+//!     }
+//!     // ...
+//! }
+//! pulsar_connect_plugin::export_format!(Lines);
+//! ```
+
+/// The version of the WIT package this crate exports.
+pub const WIT_VERSION: &str = "0.1.0";
+
+#[cfg(feature = "format")]
+pub mod format {
+    //! Generated bindings of the world `pulsar-connect:plugin/format@0.1.0`.
+    wit_bindgen::generate!({
+        path: "v0.1.0",
+        world: "format",
+        pub_export_macro: true,
+        export_macro_name: "export_format",
+        default_bindings_module: "pulsar_connect_plugin::format",
+    });
+}
+
+#[cfg(feature = "router")]
+pub mod router {
+    //! Generated bindings of the world `pulsar-connect:plugin/router@0.1.0`.
+    wit_bindgen::generate!({
+        path: "v0.1.0",
+        world: "router",
+        pub_export_macro: true,
+        export_macro_name: "export_router",
+        default_bindings_module: "pulsar_connect_plugin::router",
+    });
+}
+
+#[cfg(feature = "format")]
+pub use format::export_format;
+#[cfg(feature = "router")]
+pub use router::export_router;
+
+#[cfg(feature = "format")]
+pub mod columns;
+#[cfg(any(feature = "format", feature = "router"))]
+pub mod messages;
+#[cfg(any(feature = "format", feature = "router"))]
+pub mod options;
+#[cfg(feature = "format")]
+pub mod values;
+
+/// Logging into the host's log (tagged with the plugin's name, rate-limited by the host).
+#[cfg(any(feature = "format", feature = "router"))]
+pub mod log {
+    #[cfg(feature = "format")]
+    use crate::format::pulsar_connect::plugin::log as wit_log;
+    #[cfg(all(feature = "router", not(feature = "format")))]
+    use crate::router::pulsar_connect::plugin::log as wit_log;
+
+    pub use wit_log::Level;
+
+    /// Logs `message` with structured `fields`.
+    pub fn log(level: Level, message: &str, fields: &[(&str, &str)]) {
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        wit_log::log(level, message, &fields);
+    }
+
+    pub fn debug(message: &str) {
+        log(Level::Debug, message, &[]);
+    }
+
+    pub fn info(message: &str) {
+        log(Level::Info, message, &[]);
+    }
+
+    pub fn warn(message: &str) {
+        log(Level::Warn, message, &[]);
+    }
+
+    pub fn error(message: &str) {
+        log(Level::Error, message, &[]);
+    }
+}
+
+/// Everything a format plugin usually needs.
+#[cfg(feature = "format")]
+pub mod prelude {
+    pub use crate::columns::{BatchBuilder, decode_rows, encode_rows, read_rows};
+    pub use crate::format::exports::pulsar_connect::plugin::codec::{
+        self, DecodedBatch, EncodedBatch,
+    };
+    pub use crate::format::pulsar_connect::plugin::types::{
+        ColumnBatch, ConfigError, DataType, MessageBatch, RowError, RowType,
+    };
+    pub use crate::messages::{Message, messages};
+    pub use crate::options::{Options, option};
+    pub use crate::values::Value;
+}
+
+/// Everything a router plugin usually needs.
+#[cfg(feature = "router")]
+pub mod router_prelude {
+    pub use crate::messages::keys;
+    pub use crate::options::{Options, option};
+    pub use crate::router::exports::pulsar_connect::plugin::routing;
+    pub use crate::router::pulsar_connect::plugin::types::{ConfigError, KeyBatch, PropertyBatch};
+}
