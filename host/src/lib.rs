@@ -2,4 +2,11 @@
 //!
 //! Layers (see `docs/adr/` and the README): sql → catalog → planner → runtime → connectors → plugins.
 
+pub mod catalog;
+pub mod connectors;
+pub mod job;
+pub mod options;
+pub mod planner;
 pub mod pulsar;
+pub mod runtime;
+pub mod sql;
