@@ -77,12 +77,12 @@ fn register_tables(ctx: &SessionContext, catalog: &Catalog) -> Result<BTreeMap<S
         let mem = Arc::new(MemTable::try_new(schema.clone(), vec![vec![]])?);
         let has_computed = t.def.columns.iter().any(|c| matches!(c.kind, ColumnKind::Computed { .. }));
         if !has_computed {
-            ctx.register_table(datafusion::sql::TableReference::bare(name.as_str()), mem)?;
+            ctx.register_table(datafusion::common::TableReference::bare(name.as_str()), mem)?;
             scans.insert(name.clone(), t.clone());
             continue;
         }
         let base = base_name(name);
-        let scan = LogicalPlanBuilder::scan(datafusion::sql::TableReference::bare(base.as_str()), provider_as_source(mem), None)?.build()?;
+        let scan = LogicalPlanBuilder::scan(datafusion::common::TableReference::bare(base.as_str()), provider_as_source(mem), None)?.build()?;
         let df_schema = scan.schema().clone();
         let mut exprs: Vec<Expr> = Vec::new();
         for c in &t.def.columns {
@@ -91,14 +91,14 @@ fn register_tables(ctx: &SessionContext, catalog: &Catalog) -> Result<BTreeMap<S
                     let e = ctx.parse_sql_expr(expr, &df_schema).map_err(|e| anyhow!("{}: table '{name}', computed column '{}' AS {flink_text}: {}", c.pos, c.name, short(&e)))?;
                     exprs.push(e.alias(&c.name));
                 }
-                _ => exprs.push(col(datafusion::common::Column::new(Some(datafusion::sql::TableReference::bare(base.as_str())), &c.name))),
+                _ => exprs.push(col(datafusion::common::Column::new(Some(datafusion::common::TableReference::bare(base.as_str())), &c.name))),
             }
         }
         let plan = LogicalPlanBuilder::from(scan)
             .project(exprs)
             .map_err(|e| anyhow!("{}: table '{name}': computed columns: {}", t.def.pos, short(&e)))?
             .build()?;
-        ctx.register_table(datafusion::sql::TableReference::bare(name.as_str()), Arc::new(ViewTable::new(plan, None)))?;
+        ctx.register_table(datafusion::common::TableReference::bare(name.as_str()), Arc::new(ViewTable::new(plan, None)))?;
         scans.insert(base, t.clone());
     }
     Ok(scans)

@@ -399,11 +399,15 @@ impl Parser {
         }
         let start = self.idx;
         let mut depth = 0i32;
+        // `CASE ... END` must not end the statement.
+        let mut cases = 0u32;
         while !self.at_end() {
             match self.peek() {
                 Token::LParen | Token::LBracket => depth += 1,
                 Token::RParen | Token::RBracket => depth -= 1,
                 Token::SemiColon if depth <= 0 => break,
+                Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::CASE => cases += 1,
+                Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::END && cases > 0 => cases -= 1,
                 Token::Word(w) if depth <= 0 && self.idx > start && w.quote_style.is_none() && STATEMENT_STARTS.contains(&w.keyword) => break,
                 _ => {}
             }
@@ -483,7 +487,7 @@ impl Parser {
 
     fn table_element(&mut self, table: &mut CreateTable) -> Result<()> {
         let pos = self.pos();
-        if self.is_kw(Keyword::WATERMARK) && matches!(self.peek_at(1), Token::Word(w) if w.keyword == Keyword::FOR) {
+        if self.is_word("WATERMARK") && matches!(self.peek_at(1), Token::Word(w) if w.keyword == Keyword::FOR) {
             self.idx += 2;
             let column = self.ident("the watermark's time column")?;
             self.expect_kw(Keyword::AS, "AS in WATERMARK FOR c AS expr")?;
@@ -821,5 +825,8 @@ mod tests {
         assert_eq!(v[1], Statement::Set { key: "execution.checkpointing.interval".into(), value: "10s".into(), pos: Pos { line: 2, column: 1 } });
         let Statement::StatementSet { inserts, .. } = &v[2] else { panic!() };
         assert_eq!(inserts[1].columns, Some(vec!["x".to_string()]));
+        let v = parse_script("EXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT CASE WHEN x THEN 1 ELSE 2 END FROM b END").unwrap();
+        let Statement::StatementSet { inserts, .. } = &v[0] else { panic!() };
+        assert_eq!(inserts[0].query, "SELECT CASE WHEN x THEN 1 ELSE 2 END FROM b");
     }
 }

@@ -93,7 +93,7 @@ fn random(dt: &DataType, spec: &FieldSpec, n: usize, rng: &mut SmallRng) -> Resu
     }
     let now_ms = chrono::Utc::now().timestamp_millis();
     let past_ms = spec.max_past.as_millis() as i64;
-    let mut instant_ms = |rng: &mut SmallRng| if past_ms > 0 { now_ms - rng.random_range(0..=past_ms) } else { now_ms };
+    let instant_ms = |rng: &mut SmallRng| if past_ms > 0 { now_ms - rng.random_range(0..=past_ms) } else { now_ms };
     Ok(match dt {
         DataType::Boolean => Arc::new(BooleanArray::from_iter((0..n).map(|_| Some(rng.random::<bool>())))),
         DataType::Int8 => ints!(Int8Array, i8),

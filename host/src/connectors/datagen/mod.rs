@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 use arrow::datatypes::{DataType, SchemaRef};
-use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
