@@ -46,7 +46,8 @@ enum Msg {
 }
 
 enum SourceCmd {
-    Trigger(u64),
+    /// Take checkpoint `id`; when the flag is set it is the final one: stop reading after the snapshot.
+    Trigger(u64, bool),
     Complete(u64),
     Finish,
 }
@@ -179,9 +180,9 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
     let mut finishing = false;
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + settings.checkpoint_interval, settings.checkpoint_interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let trigger = |id: u64| {
+    let trigger = |id: u64, is_final: bool| {
         for c in &source_cmds {
-            let _ = c.try_send(SourceCmd::Trigger(id));
+            let _ = c.try_send(SourceCmd::Trigger(id, is_final));
         }
     };
     if n == 0 {
@@ -196,14 +197,14 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
                         stopping = true;
                         info!("stopping: taking a final checkpoint, then draining");
                         if inflight.is_none() {
-                            trigger(next_id);
+                            trigger(next_id, true);
                             inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: true });
                             next_id += 1;
                         }
                     }
                 }
                 _ = ticker.tick(), if inflight.is_none() && !stopping => {
-                    trigger(next_id);
+                    trigger(next_id, false);
                     inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: false });
                     next_id += 1;
                 }
@@ -225,7 +226,7 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
                                 stopping = true;
                                 info!("all sources are exhausted: taking a final checkpoint");
                                 if inflight.is_none() {
-                                    trigger(next_id);
+                                    trigger(next_id, true);
                                     inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: true });
                                     next_id += 1;
                                 }
@@ -275,7 +276,7 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
                                     let _ = c.send(SourceCmd::Finish).await;
                                 }
                             } else if stopping {
-                                trigger(next_id);
+                                trigger(next_id, true);
                                 inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: true });
                                 next_id += 1;
                             }
@@ -358,10 +359,12 @@ async fn source_task(
         tokio::select! {
             biased;
             cmd = cmds.recv() => match cmd {
-                Some(SourceCmd::Trigger(id)) => {
+                Some(SourceCmd::Trigger(id, is_final)) => {
                     if let Some(b) = concat(&mut pending)? { send(b).await?; }
                     pending_rows = 0;
                     deadline = None;
+                    // After the final snapshot nothing more is read, so the final checkpoint covers every row.
+                    exhausted |= is_final;
                     let state = source.snapshot()?;
                     out.send(Msg::Barrier(id, state)).await.map_err(|_| anyhow!("the pipeline stopped"))?;
                 }
