@@ -42,34 +42,63 @@ impl std::error::Error for JobErrors {}
 /// `_`), else `job-` + 12 hex digits of the SHA-256 of the job's tokens (comments and whitespace ignored).
 pub fn job_id(text: &str, pipeline_name: Option<&str>) -> String {
     if let Some(name) = pipeline_name.filter(|n| !n.trim().is_empty()) {
-        let id: String = name.trim().chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' }).collect();
+        let id: String = name
+            .trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         if id != "." && id != ".." {
             return id;
         }
     }
     let dialect = GenericDialect {};
     let normalized = match Tokenizer::new(&dialect, text).tokenize() {
-        Ok(tokens) => tokens.iter().filter(|t| !matches!(t, Token::Whitespace(_))).map(|t| t.to_string()).collect::<Vec<_>>().join(" "),
+        Ok(tokens) => tokens
+            .iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
         Err(_) => text.to_string(),
     };
-    format!("job-{}", &hex::encode(Sha256::digest(normalized.as_bytes()))[..12])
+    format!(
+        "job-{}",
+        &hex::encode(Sha256::digest(normalized.as_bytes()))[..12]
+    )
 }
 
 /// Parses, resolves and plans a job. All errors are collected.
 pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors> {
     let statements = sql::parse_script(text).map_err(|e| JobErrors(vec![e.to_string()]))?;
-    let catalog = catalog::build(&statements, registry).map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
+    let catalog = catalog::build(&statements, registry)
+        .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
     let inserts = sql::inserts(&statements);
     if inserts.is_empty() {
-        return Err(JobErrors(vec!["the job has no INSERT statement: nothing to run".into()]));
+        return Err(JobErrors(vec![
+            "the job has no INSERT statement: nothing to run".into(),
+        ]));
     }
-    let plans = planner::plan_job(&catalog, &inserts).await.map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
+    let plans = planner::plan_job(&catalog, &inserts)
+        .await
+        .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
     let job_id = job_id(text, catalog.settings.pipeline_name.as_deref());
-    Ok(Job { statements, catalog, plans, job_id })
+    Ok(Job {
+        statements,
+        catalog,
+        plans,
+        job_id,
+    })
 }
 
 pub async fn load(path: &Path, registry: &Registry) -> Result<Job, JobErrors> {
-    let text = std::fs::read_to_string(path).map_err(|e| JobErrors(vec![format!("cannot read {}: {e}", path.display())]))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| JobErrors(vec![format!("cannot read {}: {e}", path.display())]))?;
     load_text(&text, registry).await
 }
 
@@ -77,7 +106,18 @@ pub async fn load(path: &Path, registry: &Registry) -> Result<Job, JobErrors> {
 pub fn describe(job: &Job) -> String {
     let mut s = format!("job id: {}\n", job.job_id);
     let st = &job.catalog.settings;
-    writeln!(s, "checkpoints: every {}, timeout {}, keep {}, state dir {}", crate::options::duration::format(st.checkpoint_interval), crate::options::duration::format(st.checkpoint_timeout), st.num_retained, st.checkpoint_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "(none: --state-dir)".into())).ok();
+    writeln!(
+        s,
+        "checkpoints: every {}, timeout {}, keep {}, state dir {}",
+        crate::options::duration::format(st.checkpoint_interval),
+        crate::options::duration::format(st.checkpoint_timeout),
+        st.num_retained,
+        st.checkpoint_dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|| "(none: --state-dir)".into())
+    )
+    .ok();
     for (k, v) in st.raw.display_pairs() {
         writeln!(s, "set {k} = '{v}'").ok();
     }
@@ -111,7 +151,16 @@ pub fn options_markdown(registry: &Registry) -> String {
         if !f.metadata().is_empty() {
             writeln!(md, "\n### Metadata columns of connector '{}'\n\n| key | type | read | write | description |\n|---|---|---|---|---|", f.name()).ok();
             for m in f.metadata() {
-                writeln!(md, "| `{}` | {} | {} | {} | {} |", m.key, m.flink_type, if m.readable { "yes" } else { "no" }, if m.writable { "yes" } else { "no" }, m.doc).ok();
+                writeln!(
+                    md,
+                    "| `{}` | {} | {} | {} | {} |",
+                    m.key,
+                    m.flink_type,
+                    if m.readable { "yes" } else { "no" },
+                    if m.writable { "yes" } else { "no" },
+                    m.doc
+                )
+                .ok();
             }
         }
     }

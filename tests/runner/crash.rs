@@ -32,26 +32,50 @@ INSERT INTO rec SELECT id, payload FROM src;"
     let record = tmp.path().join("recorded.txt");
     let state = tmp.path().join("state");
     let spawn = || {
-        let out = OpenOptions::new().create(true).append(true).open(&record).unwrap();
-        Command::new(common::binary()).arg("run").arg(&job).arg("--state-dir").arg(&state).stdout(Stdio::from(out)).stderr(Stdio::piped()).spawn().unwrap()
+        let out = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&record)
+            .unwrap();
+        Command::new(common::binary())
+            .arg("run")
+            .arg(&job)
+            .arg("--state-dir")
+            .arg(&state)
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     };
 
     let mut first = spawn();
     // Wait for a few checkpoints, then kill -9 in the middle of the run.
     let start = Instant::now();
     loop {
-        let n = std::fs::read_dir(state.join("crash")).map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".json")).count()).unwrap_or(0);
+        let n = std::fs::read_dir(state.join("crash"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .count()
+            })
+            .unwrap_or(0);
         if n >= 2 && start.elapsed() > Duration::from_millis(1200) {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "no checkpoints written");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no checkpoints written"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     first.kill().unwrap(); // SIGKILL
     first.wait().unwrap();
     let before = std::fs::read_to_string(&record).unwrap();
     let rows_before = before.lines().count() as u64;
-    assert!(rows_before > 0 && rows_before < N, "killed mid-run: {rows_before} rows");
+    assert!(
+        rows_before > 0 && rows_before < N,
+        "killed mid-run: {rows_before} rows"
+    );
 
     let second = spawn();
     let out = second.wait_with_output().unwrap();
@@ -63,19 +87,37 @@ INSERT INTO rec SELECT id, payload FROM src;"
     let mut counts: BTreeMap<u64, u32> = BTreeMap::new();
     let mut torn = 0;
     for line in text.lines() {
-        match line.strip_prefix("+I[").and_then(|l| l.strip_suffix(']')).and_then(|l| l.split_once(", ")).filter(|(_, p)| p.len() == 100).and_then(|(v, _)| v.parse::<u64>().ok()) {
+        match line
+            .strip_prefix("+I[")
+            .and_then(|l| l.strip_suffix(']'))
+            .and_then(|l| l.split_once(", "))
+            .filter(|(_, p)| p.len() == 100)
+            .and_then(|(v, _)| v.parse::<u64>().ok())
+        {
             Some(id) => *counts.entry(id).or_default() += 1,
             None => torn += 1, // a line cut by the kill
         }
     }
     let missing: Vec<u64> = (1..=N).filter(|i| !counts.contains_key(i)).collect();
     let duplicates: u64 = counts.values().map(|c| (*c - 1) as u64).sum();
-    eprintln!("crash test: {rows_before} rows before kill -9, {} rows total, {duplicates} duplicates, {torn} torn lines, {} missing", text.lines().count(), missing.len());
-    assert!(missing.is_empty(), "lost rows: {} missing, first {:?}", missing.len(), &missing[..missing.len().min(10)]);
+    eprintln!(
+        "crash test: {rows_before} rows before kill -9, {} rows total, {duplicates} duplicates, {torn} torn lines, {} missing",
+        text.lines().count(),
+        missing.len()
+    );
+    assert!(
+        missing.is_empty(),
+        "lost rows: {} missing, first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
     assert!(counts.keys().all(|k| (1..=N).contains(k)));
     assert!(torn <= 1);
     // Only rows after the last checkpoint before the kill are replayed, not the whole first run (checkpoints every
     // 150 ms at 20 000 rows/s: a few thousand rows at most).
-    assert!(duplicates < rows_before, "restore must resume near the kill, not from the start: {duplicates} duplicates for {rows_before} rows");
+    assert!(
+        duplicates < rows_before,
+        "restore must resume near the kill, not from the start: {duplicates} duplicates for {rows_before} rows"
+    );
     assert!(duplicates <= 10_000, "{duplicates} duplicates");
 }

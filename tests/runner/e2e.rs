@@ -27,23 +27,57 @@ CREATE TABLE src (id BIGINT NOT NULL, name STRING, score DOUBLE, tags ARRAY<STRI
 CREATE TABLE out (id BIGINT, name STRING, half BIGINT, tags ARRAY<STRING>) WITH ('connector' = 'print', 'print-identifier' = 'e2e');
 INSERT INTO out SELECT id, name, half, tags FROM src WHERE id > 100;",
     );
-    let out = Command::new(common::binary()).arg("run").arg(&job).arg("--state-dir").arg(tmp.path().join("state")).output().unwrap();
+    let out = Command::new(common::binary())
+        .arg("run")
+        .arg(&job)
+        .arg("--state-dir")
+        .arg(tmp.path().join("state"))
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}\n{}", stdout, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 400);
-    assert!(lines[0].starts_with("e2e> +I[101, ") && lines[0].ends_with(']'), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("e2e> +I[101, ") && lines[0].ends_with(']'),
+        "{}",
+        lines[0]
+    );
     assert!(lines[399].starts_with("e2e> +I[500, "), "{}", lines[399]);
-    assert!(lines[0].contains(", 50, ["), "half of 101 and the array: {}", lines[0]);
+    assert!(
+        lines[0].contains(", 50, ["),
+        "half of 101 and the array: {}",
+        lines[0]
+    );
     // A final checkpoint was written under the job id.
-    let state: Vec<_> = std::fs::read_dir(tmp.path().join("state")).unwrap().collect();
+    let state: Vec<_> = std::fs::read_dir(tmp.path().join("state"))
+        .unwrap()
+        .collect();
     assert_eq!(state.len(), 1);
     // Running the finished bounded job again restores at its end: nothing is emitted twice.
-    let again = Command::new(common::binary()).arg("run").arg(&job).arg("--state-dir").arg(tmp.path().join("state")).output().unwrap();
+    let again = Command::new(common::binary())
+        .arg("run")
+        .arg(&job)
+        .arg("--state-dir")
+        .arg(tmp.path().join("state"))
+        .output()
+        .unwrap();
     assert!(again.status.success());
     assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), 0);
     // --fresh runs it from the start.
-    let fresh = Command::new(common::binary()).arg("run").arg(&job).arg("--state-dir").arg(tmp.path().join("state")).arg("--fresh").output().unwrap();
+    let fresh = Command::new(common::binary())
+        .arg("run")
+        .arg(&job)
+        .arg("--state-dir")
+        .arg(tmp.path().join("state"))
+        .arg("--fresh")
+        .output()
+        .unwrap();
     assert!(fresh.status.success());
     assert_eq!(String::from_utf8_lossy(&fresh.stdout).lines().count(), 400);
 }
@@ -51,18 +85,51 @@ INSERT INTO out SELECT id, name, half, tags FROM src WHERE id > 100;",
 #[test]
 fn validate_prints_the_plan_and_exit_codes() {
     let root = common::workspace();
-    let ok = Command::new(common::binary()).arg("validate").arg(root.join("examples/quickstart.sql")).output().unwrap();
+    let ok = Command::new(common::binary())
+        .arg("validate")
+        .arg(root.join("examples/quickstart.sql"))
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&ok.stdout);
-    assert!(ok.status.success(), "{text}{}", String::from_utf8_lossy(&ok.stderr));
-    assert!(text.contains("job id: quickstart") && text.contains("INSERT #0") && text.contains("OK: 2 table(s), 1 INSERT(s)"), "{text}");
-    let bad = Command::new(common::binary()).arg("validate").arg(root.join("examples/vendor-seed.sql")).output().unwrap();
+    assert!(
+        ok.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(
+        text.contains("job id: quickstart")
+            && text.contains("INSERT #0")
+            && text.contains("OK: 2 table(s), 1 INSERT(s)"),
+        "{text}"
+    );
+    let bad = Command::new(common::binary())
+        .arg("validate")
+        .arg(root.join("examples/vendor-seed.sql"))
+        .output()
+        .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("table 'pulsar_table'") && err.contains("connector 'pulsar' is not available yet"), "{err}");
-    assert!(!err.contains("topic token"), "secrets must not be printed: {err}");
-    let missing = Command::new(common::binary()).arg("validate").arg("/nonexistent.sql").output().unwrap();
+    assert!(
+        err.contains("table 'pulsar_table'")
+            && err.contains("connector 'pulsar' is not available yet"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("topic token"),
+        "secrets must not be printed: {err}"
+    );
+    let missing = Command::new(common::binary())
+        .arg("validate")
+        .arg("/nonexistent.sql")
+        .output()
+        .unwrap();
     assert_eq!(missing.status.code(), Some(2));
-    for sub in [vec!["--help"], vec!["run", "--help"], vec!["validate", "--help"], vec!["docs", "options", "--help"]] {
+    for sub in [
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["validate", "--help"],
+        vec!["docs", "options", "--help"],
+    ] {
         let h = Command::new(common::binary()).args(&sub).output().unwrap();
         assert!(h.status.success() && !h.stdout.is_empty(), "{sub:?}");
     }
@@ -72,7 +139,8 @@ fn validate_prints_the_plan_and_exit_codes() {
 
 fn http_get(addr: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
@@ -90,11 +158,22 @@ CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = 
 CREATE TABLE out (id BIGINT) WITH ('connector' = 'print');
 INSERT INTO out SELECT id FROM src;",
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let addr = format!("127.0.0.1:{port}");
     let run = |fresh: bool| {
         let mut c = Command::new(common::binary());
-        c.arg("run").arg(&job).arg("--state-dir").arg(tmp.path().join("state")).arg("--metrics-addr").arg(&addr).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.arg("run")
+            .arg(&job)
+            .arg("--state-dir")
+            .arg(tmp.path().join("state"))
+            .arg("--metrics-addr")
+            .arg(&addr)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         if fresh {
             c.arg("--fresh");
         }
@@ -112,20 +191,63 @@ INSERT INTO out SELECT id FROM src;",
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(body.contains("pulsar_connect_rows_in_total{table=\"src\"}") && body.contains("pulsar_connect_rows_out_total{table=\"out\"}"), "{body}");
-    assert!(body.contains("pulsar_connect_checkpoint_duration_seconds_bucket"), "{body}");
-    assert!(Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap().success());
+    assert!(
+        body.contains("pulsar_connect_rows_in_total{table=\"src\"}")
+            && body.contains("pulsar_connect_rows_out_total{table=\"out\"}"),
+        "{body}"
+    );
+    assert!(
+        body.contains("pulsar_connect_checkpoint_duration_seconds_bucket"),
+        "{body}"
+    );
+    assert!(
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()
+            .unwrap()
+            .success()
+    );
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "SIGTERM must exit 0: {}", String::from_utf8_lossy(&out.stderr));
-    let ids: Vec<u64> = String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim_start_matches("+I[").trim_end_matches(']').parse().unwrap()).collect();
+    assert!(
+        out.status.success(),
+        "SIGTERM must exit 0: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            l.trim_start_matches("+I[")
+                .trim_end_matches(']')
+                .parse()
+                .unwrap()
+        })
+        .collect();
     assert!(!ids.is_empty());
-    assert!(ids.iter().enumerate().all(|(i, v)| *v == i as u64 + 1), "rows 1..n in order");
+    assert!(
+        ids.iter().enumerate().all(|(i, v)| *v == i as u64 + 1),
+        "rows 1..n in order"
+    );
     // After a graceful stop the final checkpoint covers every printed row: the restart continues exactly after.
     let child = run(false);
     std::thread::sleep(Duration::from_millis(700));
-    assert!(Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()
+            .unwrap()
+            .success()
+    );
     let out2 = child.wait_with_output().unwrap();
     assert!(out2.status.success());
-    let first: u64 = String::from_utf8_lossy(&out2.stdout).lines().next().expect("rows after restart").trim_start_matches("+I[").trim_end_matches(']').parse().unwrap();
+    let first: u64 = String::from_utf8_lossy(&out2.stdout)
+        .lines()
+        .next()
+        .expect("rows after restart")
+        .trim_start_matches("+I[")
+        .trim_end_matches(']')
+        .parse()
+        .unwrap();
     assert_eq!(first, *ids.last().unwrap() + 1);
 }

@@ -105,14 +105,25 @@ fn vendor_statements_parse_verbatim() {
     for sql in [VENDOR_SOURCE, VENDOR_SINK] {
         let s = parse_script(sql).unwrap();
         assert_eq!(s.len(), 1);
-        let Statement::CreateTable(t) = &s[0] else { panic!() };
+        let Statement::CreateTable(t) = &s[0] else {
+            panic!()
+        };
         assert_eq!(t.columns.len(), 4);
         assert_eq!(t.options.len(), 8);
-        assert_eq!(t.options.iter().find(|(k, _, _)| k == "auth-params").unwrap().1, "token:{topic token}");
+        assert_eq!(
+            t.options
+                .iter()
+                .find(|(k, _, _)| k == "auth-params")
+                .unwrap()
+                .1,
+            "token:{topic token}"
+        );
     }
     let s = parse_script(VENDOR_JOB).unwrap();
     assert_eq!(s.len(), 3);
-    let Statement::Insert(i) = &s[2] else { panic!("{:?}", s[2]) };
+    let Statement::Insert(i) = &s[2] else {
+        panic!("{:?}", s[2])
+    };
     assert_eq!(i.table, "print_sink");
     assert_eq!(i.query, "select * from pulsar_table");
 }
@@ -121,27 +132,55 @@ fn vendor_statements_parse_verbatim() {
 fn inlong_statements_parse_verbatim_without_semicolons() {
     let s = parse_script(INLONG_JOB).unwrap();
     assert_eq!(s.len(), 3, "{s:#?}");
-    let Statement::CreateTable(t) = &s[0] else { panic!() };
+    let Statement::CreateTable(t) = &s[0] else {
+        panic!()
+    };
     assert_eq!(t.columns.len(), 8);
-    assert!(matches!(&t.columns[2].kind, ColumnKind::Metadata { key: None, is_virtual: false, ty } if ty.kind == TypeKind::Timestamp(3)));
-    assert!(matches!(&t.columns[4].kind, ColumnKind::Metadata { is_virtual: true, .. }));
-    let Statement::Insert(a) = &s[1] else { panic!() };
+    assert!(
+        matches!(&t.columns[2].kind, ColumnKind::Metadata { key: None, is_virtual: false, ty } if ty.kind == TypeKind::Timestamp(3))
+    );
+    assert!(matches!(
+        &t.columns[4].kind,
+        ColumnKind::Metadata {
+            is_virtual: true,
+            ..
+        }
+    ));
+    let Statement::Insert(a) = &s[1] else {
+        panic!()
+    };
     assert_eq!(a.table, "sink_table");
-    let Statement::Insert(b) = &s[2] else { panic!() };
+    let Statement::Insert(b) = &s[2] else {
+        panic!()
+    };
     assert_eq!(b.table, "pulsar");
-    assert!(b.query.contains("MAP {'k11': 'v11', 'k12': 'v12'}"), "{}", b.query);
+    assert!(
+        b.query.contains("MAP {'k11': 'v11', 'k12': 'v12'}"),
+        "{}",
+        b.query
+    );
 }
 
 #[tokio::test]
 async fn seed_examples_fail_only_for_the_missing_pulsar_connector() {
     let root = common::workspace();
-    for (file, tables) in [("examples/vendor-seed.sql", vec!["pulsar_table"]), ("examples/inlong-seed.sql", vec!["pulsar"])] {
+    for (file, tables) in [
+        ("examples/vendor-seed.sql", vec!["pulsar_table"]),
+        ("examples/inlong-seed.sql", vec!["pulsar"]),
+    ] {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         let (r, _) = common::registry();
-        let errors = pulsar_connect::job::load_text(&text, &r).await.err().expect("must fail without the pulsar connector").0;
+        let errors = pulsar_connect::job::load_text(&text, &r)
+            .await
+            .err()
+            .expect("must fail without the pulsar connector")
+            .0;
         assert_eq!(errors.len(), tables.len(), "{file}: {errors:#?}");
         for (e, t) in errors.iter().zip(&tables) {
-            assert!(e.contains("is not available yet") && e.contains(&format!("table '{t}'")), "{file}: {e}");
+            assert!(
+                e.contains("is not available yet") && e.contains(&format!("table '{t}'")),
+                "{file}: {e}"
+            );
         }
     }
 }

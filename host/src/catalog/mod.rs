@@ -25,7 +25,10 @@ pub struct CatalogTable {
 
 impl std::fmt::Debug for CatalogTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CatalogTable").field("name", &self.def.name).field("connector", &self.connector).finish()
+        f.debug_struct("CatalogTable")
+            .field("name", &self.def.name)
+            .field("connector", &self.connector)
+            .finish()
     }
 }
 
@@ -36,7 +39,10 @@ impl CatalogTable {
 
     /// Physical and metadata columns (what a source produces), in declaration order.
     pub fn source_columns(&self) -> impl Iterator<Item = &ColumnDef> {
-        self.def.columns.iter().filter(|c| !matches!(c.kind, ColumnKind::Computed { .. }))
+        self.def
+            .columns
+            .iter()
+            .filter(|c| !matches!(c.kind, ColumnKind::Computed { .. }))
     }
 
     /// Physical and non-virtual metadata columns (what an INSERT writes), in declaration order.
@@ -49,11 +55,15 @@ impl CatalogTable {
     }
 
     pub fn source_schema(&self) -> SchemaRef {
-        Arc::new(Schema::new(self.source_columns().map(column_field).collect::<Vec<_>>()))
+        Arc::new(Schema::new(
+            self.source_columns().map(column_field).collect::<Vec<_>>(),
+        ))
     }
 
     pub fn sink_schema(&self) -> SchemaRef {
-        Arc::new(Schema::new(self.sink_columns().map(column_field).collect::<Vec<_>>()))
+        Arc::new(Schema::new(
+            self.sink_columns().map(column_field).collect::<Vec<_>>(),
+        ))
     }
 
     /// The metadata key of a metadata column (`FROM 'key'`, else the column name).
@@ -65,7 +75,10 @@ impl CatalogTable {
     }
 
     pub fn has_metadata_columns(&self) -> bool {
-        self.def.columns.iter().any(|c| matches!(c.kind, ColumnKind::Metadata { .. }))
+        self.def
+            .columns
+            .iter()
+            .any(|c| matches!(c.kind, ColumnKind::Metadata { .. }))
     }
 }
 
@@ -73,7 +86,9 @@ impl CatalogTable {
 pub fn column_field(c: &ColumnDef) -> arrow::datatypes::Field {
     match &c.kind {
         ColumnKind::Physical(ty) | ColumnKind::Metadata { ty, .. } => ty.to_field(&c.name),
-        ColumnKind::Computed { .. } => arrow::datatypes::Field::new(&c.name, arrow::datatypes::DataType::Null, true),
+        ColumnKind::Computed { .. } => {
+            arrow::datatypes::Field::new(&c.name, arrow::datatypes::DataType::Null, true)
+        }
     }
 }
 
@@ -95,8 +110,13 @@ impl Catalog {
 
     /// The error for a table name that is not declared.
     pub fn unknown_table(&self, name: &str, pos: Pos) -> anyhow::Error {
-        let mut m = format!("{pos}: table '{name}' is not declared; add CREATE TABLE {name} (...) WITH (...)");
-        if let Some(best) = self.order.iter().min_by_key(|t| strsim::levenshtein(t, name))
+        let mut m = format!(
+            "{pos}: table '{name}' is not declared; add CREATE TABLE {name} (...) WITH (...)"
+        );
+        if let Some(best) = self
+            .order
+            .iter()
+            .min_by_key(|t| strsim::levenshtein(t, name))
             && strsim::levenshtein(best, name) <= 3
         {
             write!(m, "; did you mean '{best}'?").ok();
@@ -106,7 +126,10 @@ impl Catalog {
 }
 
 /// Builds the catalog from parsed statements. Every table is checked; all errors are returned together.
-pub fn build(statements: &[Statement], registry: &Registry) -> std::result::Result<Catalog, Vec<anyhow::Error>> {
+pub fn build(
+    statements: &[Statement],
+    registry: &Registry,
+) -> std::result::Result<Catalog, Vec<anyhow::Error>> {
     let mut catalog = Catalog::default();
     let mut errors = Vec::new();
     let mut sets = Vec::new();
@@ -139,7 +162,11 @@ pub fn build(statements: &[Statement], registry: &Registry) -> std::result::Resu
         }
         Err(e) => errors.push(e),
     }
-    if errors.is_empty() { Ok(catalog) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(catalog)
+    } else {
+        Err(errors)
+    }
 }
 
 fn option_error(e: OptionError) -> anyhow::Error {
@@ -148,14 +175,30 @@ fn option_error(e: OptionError) -> anyhow::Error {
 
 fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
     let Some((_, connector, cpos)) = t.options.iter().find(|(k, _, _)| k == "connector") else {
-        return Err(anyhow!("{}: table '{}' has no 'connector' option; add WITH ('connector' = '...', ...)", t.pos, t.name));
+        return Err(anyhow!(
+            "{}: table '{}' has no 'connector' option; add WITH ('connector' = '...', ...)",
+            t.pos,
+            t.name
+        ));
     };
     let Some(factory) = registry.get(connector) else {
-        return Err(anyhow!("{cpos}: table '{}': {}", t.name, registry.unknown_message(connector)));
+        return Err(anyhow!(
+            "{cpos}: table '{}': {}",
+            t.name,
+            registry.unknown_message(connector)
+        ));
     };
-    let raw: Vec<_> = t.options.iter().filter(|(k, _, _)| k != "connector").cloned().collect();
+    let raw: Vec<_> = t
+        .options
+        .iter()
+        .filter(|(k, _, _)| k != "connector")
+        .cloned()
+        .collect();
     let fields: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
-    let mut options = factory.options().validate(&t.name, &raw, &fields).map_err(option_error)?;
+    let mut options = factory
+        .options()
+        .validate(&t.name, &raw, &fields)
+        .map_err(option_error)?;
     options.insert("connector", connector);
     // Metadata columns must name keys the connector exposes.
     for c in &t.columns {
@@ -169,7 +212,11 @@ fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
                     t.name,
                     c.name,
                     connector,
-                    if available.is_empty() { "; it exposes no metadata".to_string() } else { format!("; available keys: {}", available.join(", ")) }
+                    if available.is_empty() {
+                        "; it exposes no metadata".to_string()
+                    } else {
+                        format!("; available keys: {}", available.join(", "))
+                    }
                 ));
             }
         }
@@ -177,30 +224,57 @@ fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
     if let Some(pk) = &t.primary_key {
         for k in pk {
             if !t.columns.iter().any(|c| &c.name == k) {
-                return Err(anyhow!("{}: table '{}': primary key column '{k}' is not declared", t.pos, t.name));
+                return Err(anyhow!(
+                    "{}: table '{}': primary key column '{k}' is not declared",
+                    t.pos,
+                    t.name
+                ));
             }
         }
     }
     if let Some(w) = &t.watermark
         && !t.columns.iter().any(|c| c.name == w.column)
     {
-        return Err(anyhow!("{}: table '{}': watermark column '{}' is not declared", t.pos, t.name, w.column));
+        return Err(anyhow!(
+            "{}: table '{}': watermark column '{}' is not declared",
+            t.pos,
+            t.name,
+            w.column
+        ));
     }
-    let table = CatalogTable { def: t.clone(), connector: connector.clone(), options, factory: factory.clone() };
-    factory.validate_table(&table).map_err(|e| anyhow!("{}: table '{}': {e:#}", t.pos, t.name))?;
+    let table = CatalogTable {
+        def: t.clone(),
+        connector: connector.clone(),
+        options,
+        factory: factory.clone(),
+    };
+    factory
+        .validate_table(&table)
+        .map_err(|e| anyhow!("{}: table '{}': {e:#}", t.pos, t.name))?;
     Ok(table)
 }
 
 /// Human-readable description of a table for `validate` (secrets redacted).
 pub fn describe_table(t: &CatalogTable) -> String {
-    let mut s = format!("table {} (connector '{}', line {})\n", t.name(), t.connector, t.def.pos.line);
+    let mut s = format!(
+        "table {} (connector '{}', line {})\n",
+        t.name(),
+        t.connector,
+        t.def.pos.line
+    );
     for c in &t.def.columns {
         let kind = match &c.kind {
             ColumnKind::Physical(ty) => ty.to_string(),
             ColumnKind::Computed { flink_text, .. } => format!("AS {flink_text}"),
-            ColumnKind::Metadata { ty, key, is_virtual } => format!(
+            ColumnKind::Metadata {
+                ty,
+                key,
+                is_virtual,
+            } => format!(
                 "{ty} METADATA{}{}",
-                key.as_ref().map(|k| format!(" FROM '{k}'")).unwrap_or_default(),
+                key.as_ref()
+                    .map(|k| format!(" FROM '{k}'"))
+                    .unwrap_or_default(),
                 if *is_virtual { " VIRTUAL" } else { "" }
             ),
         };
@@ -210,7 +284,12 @@ pub fn describe_table(t: &CatalogTable) -> String {
         writeln!(s, "  primary key ({}) not enforced", pk.join(", ")).ok();
     }
     if let Some(w) = &t.def.watermark {
-        writeln!(s, "  watermark for {} as {} (kept, not used: no event-time operators)", w.column, w.expr).ok();
+        writeln!(
+            s,
+            "  watermark for {} as {} (kept, not used: no event-time operators)",
+            w.column, w.expr
+        )
+        .ok();
     }
     for (k, v) in t.options.display_pairs() {
         writeln!(s, "  option {k} = '{v}'").ok();

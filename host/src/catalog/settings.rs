@@ -55,7 +55,9 @@ pub struct JobSettings {
 
 impl Default for JobSettings {
     fn default() -> Self {
-        resolve(&[]).map(|(s, _)| s).unwrap_or_else(|_| unreachable!("defaults are valid"))
+        resolve(&[])
+            .map(|(s, _)| s)
+            .unwrap_or_else(|_| unreachable!("defaults are valid"))
     }
 }
 
@@ -73,20 +75,33 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
                 known.push((k.clone(), v.clone(), *pos));
             }
             None => {
-                let best = set.options.iter().map(|d| d.key).min_by_key(|c| strsim::levenshtein(c, k));
-                let hint = best.filter(|b| strsim::levenshtein(b, k) <= 3).map(|b| format!("; did you mean '{b}'?")).unwrap_or_default();
-                warnings.push(format!("{pos}: SET '{k}' is not used by pulsar-connect and is ignored{hint}"));
+                let best = set
+                    .options
+                    .iter()
+                    .map(|d| d.key)
+                    .min_by_key(|c| strsim::levenshtein(c, k));
+                let hint = best
+                    .filter(|b| strsim::levenshtein(b, k) <= 3)
+                    .map(|b| format!("; did you mean '{b}'?"))
+                    .unwrap_or_default();
+                warnings.push(format!(
+                    "{pos}: SET '{k}' is not used by pulsar-connect and is ignored{hint}"
+                ));
             }
         }
     }
-    let r = set.validate("(job)", &known, &[]).map_err(|e| anyhow!(e.to_string()))?;
+    let r = set
+        .validate("(job)", &known, &[])
+        .map_err(|e| anyhow!(e.to_string()))?;
     let dur = |k: &str| r.get_duration(k).unwrap_or_default();
     Ok((
         JobSettings {
             pipeline_name: r.get(PIPELINE_NAME).map(str::to_string),
             checkpoint_interval: dur(CHECKPOINT_INTERVAL).max(Duration::from_millis(10)),
             checkpoint_timeout: dur(CHECKPOINT_TIMEOUT).max(Duration::from_millis(100)),
-            checkpoint_dir: r.get(CHECKPOINT_DIR).map(|d| PathBuf::from(d.strip_prefix("file://").unwrap_or(d))),
+            checkpoint_dir: r
+                .get(CHECKPOINT_DIR)
+                .map(|d| PathBuf::from(d.strip_prefix("file://").unwrap_or(d))),
             num_retained: r.get_i64(NUM_RETAINED).unwrap_or(3).max(1) as usize,
             batch_size: r.get_i64(BATCH_SIZE).unwrap_or(4096).max(1) as usize,
             batch_linger: dur(BATCH_LINGER),

@@ -117,7 +117,12 @@ pub trait ConnectorFactory: Send + Sync {
 }
 
 /// Connectors that are part of the product but not in this build yet (the Pulsar connector, issues 6/7).
-pub const PLANNED: &[&str] = &["pulsar", "upsert-pulsar", "pulsar-inlong", "upsert-pulsar-inlong"];
+pub const PLANNED: &[&str] = &[
+    "pulsar",
+    "upsert-pulsar",
+    "pulsar-inlong",
+    "upsert-pulsar-inlong",
+];
 
 /// The connectors of this process, by `'connector'` value.
 #[derive(Clone, Default)]
@@ -162,12 +167,17 @@ impl Registry {
             let mut m = format!("unknown connector '{name}'");
             let mut candidates: Vec<&str> = self.names();
             candidates.extend(PLANNED);
-            if let Some(best) = candidates.iter().min_by_key(|c| strsim::levenshtein(c, name))
+            if let Some(best) = candidates
+                .iter()
+                .min_by_key(|c| strsim::levenshtein(c, name))
                 && strsim::levenshtein(best, name) <= 3
             {
                 m.push_str(&format!("; did you mean '{best}'?"));
             }
-            m.push_str(&format!("; available connectors: {}", self.names().join(", ")));
+            m.push_str(&format!(
+                "; available connectors: {}",
+                self.names().join(", ")
+            ));
             m
         }
     }

@@ -24,7 +24,10 @@ impl ValuesSource {
 #[async_trait]
 impl Source for ValuesSource {
     fn restore(&mut self, state: serde_json::Value) -> Result<()> {
-        self.next = state.get("emitted_batches").and_then(|v| v.as_u64()).unwrap_or(0) as usize;
+        self.next = state
+            .get("emitted_batches")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0) as usize;
         Ok(())
     }
 

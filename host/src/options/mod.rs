@@ -22,9 +22,15 @@ pub enum OptionKind {
     String,
     Bool,
     /// An integer within an inclusive range.
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     /// A floating-point number within an inclusive range.
-    Double { min: f64, max: f64 },
+    Double {
+        min: f64,
+        max: f64,
+    },
     /// A Flink duration: `500ms`, `10 s`, `1min`, `2h`; a bare number is milliseconds.
     Duration,
     /// One of a fixed set of values (compared case-sensitively, as the peer connectors do).
@@ -69,7 +75,15 @@ pub struct OptionDecl {
 
 impl OptionDecl {
     pub const fn new(key: &'static str, kind: OptionKind, doc: &'static str) -> Self {
-        OptionDecl { key, aliases: &[], kind, required: false, default: None, doc, secret: false }
+        OptionDecl {
+            key,
+            aliases: &[],
+            kind,
+            required: false,
+            default: None,
+            doc,
+            secret: false,
+        }
     }
     pub const fn string(key: &'static str, doc: &'static str) -> Self {
         Self::new(key, OptionKind::String, doc)
@@ -86,7 +100,11 @@ impl OptionDecl {
     pub const fn duration(key: &'static str, doc: &'static str) -> Self {
         Self::new(key, OptionKind::Duration, doc)
     }
-    pub const fn enumeration(key: &'static str, values: &'static [&'static str], doc: &'static str) -> Self {
+    pub const fn enumeration(
+        key: &'static str,
+        values: &'static [&'static str],
+        doc: &'static str,
+    ) -> Self {
         Self::new(key, OptionKind::Enum(values), doc)
     }
     pub const fn required(mut self) -> Self {
@@ -122,9 +140,14 @@ impl OptionDecl {
                     return Some(Match { field: None });
                 }
             } else if let Some((before, after)) = spelling.split_once('#') {
-                if key.len() > before.len() + after.len() && key.starts_with(before) && key.ends_with(after) {
+                if key.len() > before.len() + after.len()
+                    && key.starts_with(before)
+                    && key.ends_with(after)
+                {
                     let field = &key[before.len()..key.len() - after.len()];
-                    return Some(Match { field: Some(field.to_string()) });
+                    return Some(Match {
+                        field: Some(field.to_string()),
+                    });
                 }
             } else if spelling == key {
                 return Some(Match { field: None });
@@ -146,9 +169,16 @@ pub enum Rule {
     /// At least one of these must be set.
     OneOf(&'static [&'static str]),
     /// When `option` has value `equals`, `requires` must be set.
-    RequiredWhen { option: &'static str, equals: &'static str, requires: &'static str },
+    RequiredWhen {
+        option: &'static str,
+        equals: &'static str,
+        requires: &'static str,
+    },
     /// `min` must not exceed `max` (per-field keys are checked per column).
-    NotGreater { min: &'static str, max: &'static str },
+    NotGreater {
+        min: &'static str,
+        max: &'static str,
+    },
 }
 
 /// The options of one connector or format.
@@ -175,7 +205,11 @@ impl fmt::Display for OptionError {
         if let Some(pos) = self.pos {
             write!(f, "{pos}: ")?;
         }
-        write!(f, "table '{}', option '{}': {}", self.table, self.option, self.message)
+        write!(
+            f,
+            "table '{}', option '{}': {}",
+            self.table, self.option, self.message
+        )
     }
 }
 
@@ -191,16 +225,37 @@ pub struct ResolvedOptions {
 /// Key names that carry credentials, whoever declares them (also catches pass-through `properties.*`).
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    ["auth-params", "authparams", "auth.params", "token", "password", "passwd", "secret", "credential", "private-key", "privatekey"]
-        .iter()
-        .any(|s| k.contains(s))
+    [
+        "auth-params",
+        "authparams",
+        "auth.params",
+        "token",
+        "password",
+        "passwd",
+        "secret",
+        "credential",
+        "private-key",
+        "privatekey",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
 }
 
 pub const REDACTED: &str = "******";
 
 impl OptionSet {
-    pub fn new(owner: impl Into<String>, doc: &'static str, options: Vec<OptionDecl>, rules: Vec<Rule>) -> Self {
-        OptionSet { owner: owner.into(), doc, options, rules }
+    pub fn new(
+        owner: impl Into<String>,
+        doc: &'static str,
+        options: Vec<OptionDecl>,
+        rules: Vec<Rule>,
+    ) -> Self {
+        OptionSet {
+            owner: owner.into(),
+            doc,
+            options,
+            rules,
+        }
     }
 
     fn find(&self, key: &str) -> Option<(&OptionDecl, Match)> {
@@ -209,7 +264,11 @@ impl OptionSet {
             .iter()
             .find(|d| d.spellings().any(|s| s == key))
             .map(|d| (d, Match { field: None }))
-            .or_else(|| self.options.iter().find_map(|d| d.matches(key).map(|m| (d, m))))
+            .or_else(|| {
+                self.options
+                    .iter()
+                    .find_map(|d| d.matches(key).map(|m| (d, m)))
+            })
     }
 
     /// Canonical form of a written key (alias → canonical, per-field alias → per-field canonical).
@@ -241,13 +300,27 @@ impl OptionSet {
                 (c, d)
             })
             .min_by_key(|(_, d)| *d)?;
-        if dist <= (key.len() / 3).max(2) { Some(best) } else { None }
+        if dist <= (key.len() / 3).max(2) {
+            Some(best)
+        } else {
+            None
+        }
     }
 
     /// Validates the `WITH (...)` options of `table` (`connector` excluded) against these declarations.
     /// `fields` are the table's columns, for per-field keys.
-    pub fn validate(&self, table: &str, raw: &[(String, String, Pos)], fields: &[String]) -> Result<ResolvedOptions, OptionError> {
-        let err = |option: &str, pos: Option<Pos>, message: String| OptionError { table: table.to_string(), option: option.to_string(), pos, message };
+    pub fn validate(
+        &self,
+        table: &str,
+        raw: &[(String, String, Pos)],
+        fields: &[String],
+    ) -> Result<ResolvedOptions, OptionError> {
+        let err = |option: &str, pos: Option<Pos>, message: String| OptionError {
+            table: table.to_string(),
+            option: option.to_string(),
+            pos,
+            message,
+        };
         let mut out = ResolvedOptions::default();
         let mut written_as: BTreeMap<String, (String, Pos)> = BTreeMap::new();
         for (key, value, pos) in raw {
@@ -255,7 +328,14 @@ impl OptionSet {
                 let mut message = format!("unknown option for {}", self.owner);
                 match self.suggest(key, fields) {
                     Some(s) => message.push_str(&format!("; did you mean '{s}'?")),
-                    None => message.push_str(&format!("; valid options: {}", self.options.iter().map(|d| d.key).collect::<Vec<_>>().join(", "))),
+                    None => message.push_str(&format!(
+                        "; valid options: {}",
+                        self.options
+                            .iter()
+                            .map(|d| d.key)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
                 }
                 return Err(err(key, Some(*pos), message));
             };
@@ -264,13 +344,22 @@ impl OptionSet {
             {
                 let mut message = format!("'{field}' is not a column of the table");
                 if let Some(best) = fields.iter().min_by_key(|f| strsim::levenshtein(f, field)) {
-                    message.push_str(&format!("; did you mean '{}'?", decl.key.replacen('#', best, 1)));
+                    message.push_str(&format!(
+                        "; did you mean '{}'?",
+                        decl.key.replacen('#', best, 1)
+                    ));
                 }
                 return Err(err(key, Some(*pos), message));
             }
             let canonical = Self::canonical(decl, key, &m);
             if let Some((first, _)) = written_as.get(&canonical) {
-                return Err(err(key, Some(*pos), format!("set twice, as '{first}' and as '{key}' (they are spellings of '{canonical}')")));
+                return Err(err(
+                    key,
+                    Some(*pos),
+                    format!(
+                        "set twice, as '{first}' and as '{key}' (they are spellings of '{canonical}')"
+                    ),
+                ));
             }
             check_value(&decl.kind, value).map_err(|m| err(key, Some(*pos), m))?;
             written_as.insert(canonical.clone(), (key.clone(), *pos));
@@ -285,7 +374,11 @@ impl OptionSet {
             }
             if !out.values.contains_key(d.key) {
                 if d.required {
-                    return Err(err(d.key, None, format!("required by {} but not set ({})", self.owner, d.doc)));
+                    return Err(err(
+                        d.key,
+                        None,
+                        format!("required by {} but not set ({})", self.owner, d.doc),
+                    ));
                 }
                 if let Some(def) = d.default {
                     out.values.insert(d.key.to_string(), def.to_string());
@@ -293,31 +386,69 @@ impl OptionSet {
             }
         }
         let pos_of = |k: &str| written_as.get(k).map(|(_, p)| *p);
-        let name_of = |k: &str| written_as.get(k).map(|(w, _)| w.clone()).unwrap_or_else(|| k.to_string());
+        let name_of = |k: &str| {
+            written_as
+                .get(k)
+                .map(|(w, _)| w.clone())
+                .unwrap_or_else(|| k.to_string())
+        };
         for rule in &self.rules {
             match rule {
                 Rule::MutuallyExclusive(a, b) => {
                     if written_as.contains_key(*a) && written_as.contains_key(*b) {
-                        return Err(err(&name_of(b), pos_of(b), format!("'{}' and '{}' are mutually exclusive: set only one", name_of(a), name_of(b))));
+                        return Err(err(
+                            &name_of(b),
+                            pos_of(b),
+                            format!(
+                                "'{}' and '{}' are mutually exclusive: set only one",
+                                name_of(a),
+                                name_of(b)
+                            ),
+                        ));
                     }
                 }
                 Rule::OneOf(keys) => {
                     if !keys.iter().any(|k| out.values.contains_key(*k)) {
-                        return Err(err(keys[0], None, format!("one of {} must be set", keys.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", "))));
+                        return Err(err(
+                            keys[0],
+                            None,
+                            format!(
+                                "one of {} must be set",
+                                keys.iter()
+                                    .map(|k| format!("'{k}'"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ));
                     }
                 }
-                Rule::RequiredWhen { option, equals, requires } => {
-                    if out.values.get(*option).map(String::as_str) == Some(*equals) && !out.values.contains_key(*requires) {
-                        return Err(err(requires, pos_of(option), format!("required when '{option}' = '{equals}'")));
+                Rule::RequiredWhen {
+                    option,
+                    equals,
+                    requires,
+                } => {
+                    if out.values.get(*option).map(String::as_str) == Some(*equals)
+                        && !out.values.contains_key(*requires)
+                    {
+                        return Err(err(
+                            requires,
+                            pos_of(option),
+                            format!("required when '{option}' = '{equals}'"),
+                        ));
                     }
                 }
                 Rule::NotGreater { min, max } => {
                     for (kmin, kmax) in pairs_for(min, max, fields) {
                         if let (Some(a), Some(b)) = (out.values.get(&kmin), out.values.get(&kmax))
-                            && let (Ok(a), Ok(b)) = (a.trim().parse::<f64>(), b.trim().parse::<f64>())
+                            && let (Ok(a), Ok(b)) =
+                                (a.trim().parse::<f64>(), b.trim().parse::<f64>())
                             && a > b
                         {
-                            return Err(err(&kmin, pos_of(&kmin), format!("{a} is greater than '{kmax}' = {b}")));
+                            return Err(err(
+                                &kmin,
+                                pos_of(&kmin),
+                                format!("{a} is greater than '{kmax}' = {b}"),
+                            ));
                         }
                     }
                 }
@@ -329,7 +460,10 @@ impl OptionSet {
 
 fn pairs_for(min: &str, max: &str, fields: &[String]) -> Vec<(String, String)> {
     if min.contains('#') {
-        fields.iter().map(|f| (min.replacen('#', f, 1), max.replacen('#', f, 1))).collect()
+        fields
+            .iter()
+            .map(|f| (min.replacen('#', f, 1), max.replacen('#', f, 1)))
+            .collect()
     } else {
         vec![(min.to_string(), max.to_string())]
     }
@@ -342,25 +476,41 @@ pub fn check_value(kind: &OptionKind, value: &str) -> Result<(), String> {
         OptionKind::String => Ok(()),
         OptionKind::Bool => match v.to_ascii_lowercase().as_str() {
             "true" | "false" => Ok(()),
-            _ => Err(format!("'{value}' is not a boolean; allowed values: true, false")),
+            _ => Err(format!(
+                "'{value}' is not a boolean; allowed values: true, false"
+            )),
         },
         OptionKind::Int { min, max } => match v.parse::<i64>() {
             Ok(n) if n >= *min && n <= *max => Ok(()),
             Ok(n) => Err(format!("{n} is out of range; expected {}", kind.name())),
-            Err(_) => Err(format!("'{value}' is not a valid integer; expected {}", kind.name())),
+            Err(_) => Err(format!(
+                "'{value}' is not a valid integer; expected {}",
+                kind.name()
+            )),
         },
         OptionKind::Double { min, max } => match v.parse::<f64>() {
             Ok(n) if n.is_finite() && n >= *min && n <= *max => Ok(()),
-            Ok(n) => Err(format!("{n} is out of range; expected a number between {min} and {max}")),
-            Err(_) => Err(format!("'{value}' is not a valid number; expected a number between {min} and {max}")),
+            Ok(n) => Err(format!(
+                "{n} is out of range; expected a number between {min} and {max}"
+            )),
+            Err(_) => Err(format!(
+                "'{value}' is not a valid number; expected a number between {min} and {max}"
+            )),
         },
         OptionKind::Duration => duration::parse(v).map(|_| ()),
         OptionKind::Enum(values) => {
             if values.contains(&value) {
                 Ok(())
             } else {
-                let hint = values.iter().find(|a| a.eq_ignore_ascii_case(v)).map(|a| format!(" (values are case-sensitive: write '{a}')")).unwrap_or_default();
-                Err(format!("'{value}' is not allowed; allowed values: {}{hint}", values.join(", ")))
+                let hint = values
+                    .iter()
+                    .find(|a| a.eq_ignore_ascii_case(v))
+                    .map(|a| format!(" (values are case-sensitive: write '{a}')"))
+                    .unwrap_or_default();
+                Err(format!(
+                    "'{value}' is not allowed; allowed values: {}{hint}",
+                    values.join(", ")
+                ))
             }
         }
     }
@@ -391,14 +541,29 @@ impl ResolvedOptions {
     }
     /// All keys under a prefix family, prefix stripped (e.g. `properties.`).
     pub fn prefixed(&self, prefix: &str) -> BTreeMap<String, String> {
-        self.values.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|s| (s.to_string(), v.clone()))).collect()
+        self.values
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(prefix).map(|s| (s.to_string(), v.clone())))
+            .collect()
     }
     pub fn is_secret(&self, key: &str) -> bool {
         self.secrets.iter().any(|s| s == key) || is_secret_key(key)
     }
     /// Key/value pairs for printing, secrets replaced by `******`.
     pub fn display_pairs(&self) -> Vec<(String, String)> {
-        self.values.iter().map(|(k, v)| (k.clone(), if self.is_secret(k) { REDACTED.to_string() } else { v.clone() })).collect()
+        self.values
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    if self.is_secret(k) {
+                        REDACTED.to_string()
+                    } else {
+                        v.clone()
+                    },
+                )
+            })
+            .collect()
     }
     /// Inserts a value (used by the catalog for `connector`).
     pub fn insert(&mut self, key: &str, value: &str) {
@@ -415,7 +580,14 @@ pub fn render_markdown(title: &str, intro: &str, sets: &[&OptionSet]) -> String 
         for d in &set.options {
             let mut key = format!("`{}`", d.key);
             if !d.aliases.is_empty() {
-                key.push_str(&format!(" (also {})", d.aliases.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")));
+                key.push_str(&format!(
+                    " (also {})",
+                    d.aliases
+                        .iter()
+                        .map(|a| format!("`{a}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
             }
             let mut doc = d.doc.replace('|', "\\|");
             if d.secret {
@@ -425,17 +597,33 @@ pub fn render_markdown(title: &str, intro: &str, sets: &[&OptionSet]) -> String 
                 "| {key} | {} | {} | {} | {doc} |\n",
                 d.kind.name(),
                 if d.required { "yes" } else { "no" },
-                d.default.map(|v| format!("`{v}`")).unwrap_or_else(|| "—".into()),
+                d.default
+                    .map(|v| format!("`{v}`"))
+                    .unwrap_or_else(|| "—".into()),
             ));
         }
         if !set.rules.is_empty() {
             s.push_str("\nRules:\n\n");
             for r in &set.rules {
                 let line = match r {
-                    Rule::MutuallyExclusive(a, b) => format!("`{a}` and `{b}` are mutually exclusive"),
-                    Rule::OneOf(keys) => format!("one of {} is required", keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")),
-                    Rule::RequiredWhen { option, equals, requires } => format!("`{requires}` is required when `{option}` = `{equals}`"),
-                    Rule::NotGreater { min, max } => format!("`{min}` must not be greater than `{max}`"),
+                    Rule::MutuallyExclusive(a, b) => {
+                        format!("`{a}` and `{b}` are mutually exclusive")
+                    }
+                    Rule::OneOf(keys) => format!(
+                        "one of {} is required",
+                        keys.iter()
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    Rule::RequiredWhen {
+                        option,
+                        equals,
+                        requires,
+                    } => format!("`{requires}` is required when `{option}` = `{equals}`"),
+                    Rule::NotGreater { min, max } => {
+                        format!("`{min}` must not be greater than `{max}`")
+                    }
                 };
                 s.push_str(&format!("- {line}\n"));
             }
@@ -454,7 +642,9 @@ mod tests {
             "demo",
             vec![
                 OptionDecl::string("service-url", "url").required(),
-                OptionDecl::enumeration("mode", &["earliest", "latest"], "m").default("latest").aliases(&["scan.startup.mode"]),
+                OptionDecl::enumeration("mode", &["earliest", "latest"], "m")
+                    .default("latest")
+                    .aliases(&["scan.startup.mode"]),
                 OptionDecl::string("topic", "t"),
                 OptionDecl::string("topic-pattern", "p"),
                 OptionDecl::int("rows", 0, i64::MAX, "r"),
@@ -467,39 +657,97 @@ mod tests {
     }
 
     fn raw(pairs: &[(&str, &str)]) -> Vec<(String, String, Pos)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string(), Pos::default())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string(), Pos::default()))
+            .collect()
     }
 
     #[test]
     fn resolves_aliases_defaults_families_and_redacts() {
         let r = set()
-            .validate("t", &raw(&[("service-url", "pulsar://x"), ("scan.startup.mode", "earliest"), ("properties.auth-params", "token:abc"), ("fields.id.kind", "sequence"), ("auth", "s")]), &["id".into()])
+            .validate(
+                "t",
+                &raw(&[
+                    ("service-url", "pulsar://x"),
+                    ("scan.startup.mode", "earliest"),
+                    ("properties.auth-params", "token:abc"),
+                    ("fields.id.kind", "sequence"),
+                    ("auth", "s"),
+                ]),
+                &["id".into()],
+            )
             .unwrap();
         assert_eq!(r.get("mode"), Some("earliest"));
         assert_eq!(r.field("fields.#.kind", "id"), Some("sequence"));
-        assert_eq!(r.prefixed("properties.").get("auth-params").map(String::as_str), Some("token:abc"));
+        assert_eq!(
+            r.prefixed("properties.")
+                .get("auth-params")
+                .map(String::as_str),
+            Some("token:abc")
+        );
         let shown = r.display_pairs();
-        assert!(shown.iter().all(|(_, v)| v != "token:abc" && v != "s"), "{shown:?}");
-        let r = set().validate("t", &raw(&[("service-url", "x")]), &[]).unwrap();
+        assert!(
+            shown.iter().all(|(_, v)| v != "token:abc" && v != "s"),
+            "{shown:?}"
+        );
+        let r = set()
+            .validate("t", &raw(&[("service-url", "x")]), &[])
+            .unwrap();
         assert_eq!(r.get("mode"), Some("latest"));
     }
 
     #[test]
     fn error_kinds() {
         let s = set();
-        let e = s.validate("t", &raw(&[("service-url", "x"), ("servce-url", "y")]), &[]).unwrap_err();
+        let e = s
+            .validate("t", &raw(&[("service-url", "x"), ("servce-url", "y")]), &[])
+            .unwrap_err();
         assert!(e.message.contains("did you mean 'service-url'"), "{e}");
-        let e = s.validate("t", &raw(&[("service-url", "x"), ("mode", "EARLIEST")]), &[]).unwrap_err();
-        assert!(e.message.contains("allowed values: earliest, latest"), "{e}");
+        let e = s
+            .validate(
+                "t",
+                &raw(&[("service-url", "x"), ("mode", "EARLIEST")]),
+                &[],
+            )
+            .unwrap_err();
+        assert!(
+            e.message.contains("allowed values: earliest, latest"),
+            "{e}"
+        );
         let e = s.validate("t", &raw(&[]), &[]).unwrap_err();
         assert_eq!(e.option, "service-url");
-        let e = s.validate("t", &raw(&[("service-url", "x"), ("topic", "a"), ("topic-pattern", "b")]), &[]).unwrap_err();
+        let e = s
+            .validate(
+                "t",
+                &raw(&[("service-url", "x"), ("topic", "a"), ("topic-pattern", "b")]),
+                &[],
+            )
+            .unwrap_err();
         assert!(e.message.contains("mutually exclusive"), "{e}");
-        let e = s.validate("t", &raw(&[("service-url", "x"), ("rows", "ten")]), &[]).unwrap_err();
+        let e = s
+            .validate("t", &raw(&[("service-url", "x"), ("rows", "ten")]), &[])
+            .unwrap_err();
         assert!(e.message.contains("not a valid integer"), "{e}");
-        let e = s.validate("t", &raw(&[("service-url", "x"), ("fields.idd.kind", "random")]), &["id".into()]).unwrap_err();
+        let e = s
+            .validate(
+                "t",
+                &raw(&[("service-url", "x"), ("fields.idd.kind", "random")]),
+                &["id".into()],
+            )
+            .unwrap_err();
         assert!(e.message.contains("did you mean 'fields.id.kind'"), "{e}");
-        let e = s.validate("t", &raw(&[("service-url", "x"), ("mode", "latest"), ("scan.startup.mode", "latest")]), &[]).unwrap_err();
+        let e = s
+            .validate(
+                "t",
+                &raw(&[
+                    ("service-url", "x"),
+                    ("mode", "latest"),
+                    ("scan.startup.mode", "latest"),
+                ]),
+                &[],
+            )
+            .unwrap_err();
         assert!(e.message.contains("set twice"), "{e}");
     }
 }

@@ -58,7 +58,9 @@ impl PipelinePlan {
 
 /// The DataFusion session the planner uses: identifiers are case-sensitive as in Flink.
 pub fn session() -> SessionContext {
-    let mut config = SessionConfig::new().with_target_partitions(1).with_information_schema(false);
+    let mut config = SessionConfig::new()
+        .with_target_partitions(1)
+        .with_information_schema(false);
     config.options_mut().sql_parser.enable_ident_normalization = false;
     config.options_mut().execution.time_zone = Some("UTC".into());
     SessionContext::new_with_config(config)
@@ -69,36 +71,67 @@ fn base_name(table: &str) -> String {
 }
 
 /// Registers every table: a scan of its source schema, plus a view computing computed columns.
-fn register_tables(ctx: &SessionContext, catalog: &Catalog) -> Result<BTreeMap<String, Arc<CatalogTable>>> {
+fn register_tables(
+    ctx: &SessionContext,
+    catalog: &Catalog,
+) -> Result<BTreeMap<String, Arc<CatalogTable>>> {
     let mut scans = BTreeMap::new();
     for name in &catalog.order {
         let t = &catalog.tables[name];
         let schema = t.source_schema();
         let mem = Arc::new(MemTable::try_new(schema.clone(), vec![vec![]])?);
-        let has_computed = t.def.columns.iter().any(|c| matches!(c.kind, ColumnKind::Computed { .. }));
+        let has_computed = t
+            .def
+            .columns
+            .iter()
+            .any(|c| matches!(c.kind, ColumnKind::Computed { .. }));
         if !has_computed {
             ctx.register_table(datafusion::common::TableReference::bare(name.as_str()), mem)?;
             scans.insert(name.clone(), t.clone());
             continue;
         }
         let base = base_name(name);
-        let scan = LogicalPlanBuilder::scan(datafusion::common::TableReference::bare(base.as_str()), provider_as_source(mem), None)?.build()?;
+        let scan = LogicalPlanBuilder::scan(
+            datafusion::common::TableReference::bare(base.as_str()),
+            provider_as_source(mem),
+            None,
+        )?
+        .build()?;
         let df_schema = scan.schema().clone();
         let mut exprs: Vec<Expr> = Vec::new();
         for c in &t.def.columns {
             match &c.kind {
                 ColumnKind::Computed { expr, flink_text } => {
-                    let e = ctx.parse_sql_expr(expr, &df_schema).map_err(|e| anyhow!("{}: table '{name}', computed column '{}' AS {flink_text}: {}", c.pos, c.name, short(&e)))?;
+                    let e = ctx.parse_sql_expr(expr, &df_schema).map_err(|e| {
+                        anyhow!(
+                            "{}: table '{name}', computed column '{}' AS {flink_text}: {}",
+                            c.pos,
+                            c.name,
+                            short(&e)
+                        )
+                    })?;
                     exprs.push(e.alias(&c.name));
                 }
-                _ => exprs.push(col(datafusion::common::Column::new(Some(datafusion::common::TableReference::bare(base.as_str())), &c.name))),
+                _ => exprs.push(col(datafusion::common::Column::new(
+                    Some(datafusion::common::TableReference::bare(base.as_str())),
+                    &c.name,
+                ))),
             }
         }
         let plan = LogicalPlanBuilder::from(scan)
             .project(exprs)
-            .map_err(|e| anyhow!("{}: table '{name}': computed columns: {}", t.def.pos, short(&e)))?
+            .map_err(|e| {
+                anyhow!(
+                    "{}: table '{name}': computed columns: {}",
+                    t.def.pos,
+                    short(&e)
+                )
+            })?
             .build()?;
-        ctx.register_table(datafusion::common::TableReference::bare(name.as_str()), Arc::new(ViewTable::new(plan, None)))?;
+        ctx.register_table(
+            datafusion::common::TableReference::bare(name.as_str()),
+            Arc::new(ViewTable::new(plan, None)),
+        )?;
         scans.insert(base, t.clone());
     }
     Ok(scans)
@@ -110,7 +143,10 @@ pub fn short(e: &datafusion::error::DataFusionError) -> String {
 }
 
 /// Plans every INSERT of the job. Errors are collected (one per INSERT).
-pub async fn plan_job(catalog: &Catalog, inserts: &[&Insert]) -> std::result::Result<Vec<PipelinePlan>, Vec<anyhow::Error>> {
+pub async fn plan_job(
+    catalog: &Catalog,
+    inserts: &[&Insert],
+) -> std::result::Result<Vec<PipelinePlan>, Vec<anyhow::Error>> {
     let ctx = session();
     let scans = match register_tables(&ctx, catalog) {
         Ok(s) => s,
@@ -124,7 +160,11 @@ pub async fn plan_job(catalog: &Catalog, inserts: &[&Insert]) -> std::result::Re
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() { Ok(plans) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(plans)
+    } else {
+        Err(errors)
+    }
 }
 
 /// The first stateful node of a plan, with the reason it cannot run here.
@@ -152,11 +192,24 @@ fn stateful_node(plan: &LogicalPlan) -> Option<String> {
     found
 }
 
-async fn plan_insert(ctx: &SessionContext, catalog: &Catalog, scans: &BTreeMap<String, Arc<CatalogTable>>, index: usize, insert: &Insert) -> Result<PipelinePlan> {
-    let sink = catalog.get(&insert.table).ok_or_else(|| catalog.unknown_table(&insert.table, insert.pos))?.clone();
+async fn plan_insert(
+    ctx: &SessionContext,
+    catalog: &Catalog,
+    scans: &BTreeMap<String, Arc<CatalogTable>>,
+    index: usize,
+    insert: &Insert,
+) -> Result<PipelinePlan> {
+    let sink = catalog
+        .get(&insert.table)
+        .ok_or_else(|| catalog.unknown_table(&insert.table, insert.pos))?
+        .clone();
     let at = insert.pos;
     if !sink.factory.supports_sink() {
-        bail!("{at}: INSERT INTO {}: connector '{}' cannot be written to (it is a source only)", sink.name(), sink.connector);
+        bail!(
+            "{at}: INSERT INTO {}: connector '{}' cannot be written to (it is a source only)",
+            sink.name(),
+            sink.connector
+        );
     }
     // The columns written: explicitly listed or every persisted column (physical and non-virtual metadata).
     let persisted: Vec<String> = sink.sink_columns().map(|c| c.name.clone()).collect();
@@ -164,18 +217,30 @@ async fn plan_insert(ctx: &SessionContext, catalog: &Catalog, scans: &BTreeMap<S
         Some(cols) => {
             for c in cols {
                 let Some(def) = sink.def.columns.iter().find(|d| &d.name == c) else {
-                    bail!("{at}: INSERT INTO {}: unknown target column '{c}'; columns: {}", sink.name(), persisted.join(", "));
+                    bail!(
+                        "{at}: INSERT INTO {}: unknown target column '{c}'; columns: {}",
+                        sink.name(),
+                        persisted.join(", ")
+                    );
                 };
                 match &def.kind {
-                    ColumnKind::Metadata { is_virtual: true, .. } => bail!(
+                    ColumnKind::Metadata {
+                        is_virtual: true, ..
+                    } => bail!(
                         "{at}: INSERT INTO {}: column '{c}' is a VIRTUAL metadata column and cannot be written (VIRTUAL columns are read-only; remove VIRTUAL from the declaration if the connector can write this metadata)",
                         sink.name()
                     ),
-                    ColumnKind::Computed { .. } => bail!("{at}: INSERT INTO {}: column '{c}' is a computed column and cannot be written", sink.name()),
+                    ColumnKind::Computed { .. } => bail!(
+                        "{at}: INSERT INTO {}: column '{c}' is a computed column and cannot be written",
+                        sink.name()
+                    ),
                     _ => {}
                 }
                 if cols.iter().filter(|x| *x == c).count() > 1 {
-                    bail!("{at}: INSERT INTO {}: target column '{c}' is listed twice", sink.name());
+                    bail!(
+                        "{at}: INSERT INTO {}: target column '{c}' is listed twice",
+                        sink.name()
+                    );
                 }
             }
             cols.clone()
@@ -199,16 +264,24 @@ async fn plan_insert(ctx: &SessionContext, catalog: &Catalog, scans: &BTreeMap<S
 
     let qpos = insert.query_pos;
     let state = ctx.state();
-    let plan = state.create_logical_plan(&insert.query).await.map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
+    let plan = state
+        .create_logical_plan(&insert.query)
+        .await
+        .map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
     if let Some(what) = stateful_node(&plan) {
         bail!(
             "{qpos}: INSERT INTO {}: {what} is not supported: pulsar-connect runs stateless queries only (projection, filter, CAST, scalar functions, computed columns), each batch processed on its own without state across rows",
             sink.name()
         );
     }
-    let plan = state.optimize(&plan).map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
+    let plan = state
+        .optimize(&plan)
+        .map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
     if let Some(what) = stateful_node(&plan) {
-        bail!("{qpos}: INSERT INTO {}: {what} is not supported: pulsar-connect runs stateless queries only", sink.name());
+        bail!(
+            "{qpos}: INSERT INTO {}: {what} is not supported: pulsar-connect runs stateless queries only",
+            sink.name()
+        );
     }
     let explain = plan.display_indent().to_string();
 
@@ -219,7 +292,12 @@ async fn plan_insert(ctx: &SessionContext, catalog: &Catalog, scans: &BTreeMap<S
             "{at}: INSERT INTO {}: column count mismatch: the query produces {} column(s) [{}] but the sink expects {} [{}]",
             sink.name(),
             out_schema.fields().len(),
-            out_schema.fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect::<Vec<_>>().join(", "),
+            out_schema
+                .fields()
+                .iter()
+                .map(|f| format!("{}: {}", f.name(), f.data_type()))
+                .collect::<Vec<_>>()
+                .join(", "),
             targets.len(),
             targets.join(", ")
         );
@@ -228,15 +306,24 @@ async fn plan_insert(ctx: &SessionContext, catalog: &Catalog, scans: &BTreeMap<S
     let mut mapping: Vec<Option<usize>> = vec![None; sink_schema.fields().len()];
     for (qi, target) in targets.iter().enumerate() {
         let si = sink_schema.index_of(target)?;
-        let (from, to) = (out_schema.field(qi).data_type(), sink_schema.field(si).data_type());
+        let (from, to) = (
+            out_schema.field(qi).data_type(),
+            sink_schema.field(si).data_type(),
+        );
         if !transform::compatible(from, to) {
             bail!(
                 "{at}: INSERT INTO {}: incompatible types for sink column '{target}' at position {qi}: the query produces {from}, the column is {} ({to}); add an explicit CAST",
                 sink.name(),
-                sink.def.columns.iter().find(|c| &c.name == target).map(|c| match &c.kind {
-                    ColumnKind::Physical(t) | ColumnKind::Metadata { ty: t, .. } => t.to_string(),
-                    _ => String::new(),
-                }).unwrap_or_default()
+                sink.def
+                    .columns
+                    .iter()
+                    .find(|c| &c.name == target)
+                    .map(|c| match &c.kind {
+                        ColumnKind::Physical(t) | ColumnKind::Metadata { ty: t, .. } =>
+                            t.to_string(),
+                        _ => String::new(),
+                    })
+                    .unwrap_or_default()
             );
         }
         mapping[si] = Some(qi);
@@ -244,7 +331,11 @@ async fn plan_insert(ctx: &SessionContext, catalog: &Catalog, scans: &BTreeMap<S
     for (si, m) in mapping.iter().enumerate() {
         let f = sink_schema.field(si);
         if m.is_none() && !f.is_nullable() {
-            bail!("{at}: INSERT INTO {}: column '{}' is NOT NULL and must be listed in the INSERT column list", sink.name(), f.name());
+            bail!(
+                "{at}: INSERT INTO {}: column '{}' is NOT NULL and must be listed in the INSERT column list",
+                sink.name(),
+                f.name()
+            );
         }
     }
 
@@ -268,28 +359,61 @@ async fn plan_insert(ctx: &SessionContext, catalog: &Catalog, scans: &BTreeMap<S
                 break;
             }
             LogicalPlan::Values(_) | LogicalPlan::EmptyRelation(_) => break,
-            other => bail!("{qpos}: INSERT INTO {}: unsupported query shape ({}); only projections and filters over one table are supported", sink.name(), other.display()),
+            other => bail!(
+                "{qpos}: INSERT INTO {}: unsupported query shape ({}); only projections and filters over one table are supported",
+                sink.name(),
+                other.display()
+            ),
         }
     }
     chain.reverse();
-    let transform = Arc::new(Transform::build(&state, scan, &chain, sink_schema.clone(), mapping, catalog.settings.drop_null_violations, sink.name())?);
+    let transform = Arc::new(Transform::build(
+        &state,
+        scan,
+        &chain,
+        sink_schema.clone(),
+        mapping,
+        catalog.settings.drop_null_violations,
+        sink.name(),
+    )?);
     let source = match scan {
         Some(ts) => {
             let name = ts.table_name.table().to_string();
-            let table = scans.get(&name).ok_or_else(|| anyhow!("{qpos}: INSERT INTO {}: unknown table '{name}'", sink.name()))?.clone();
+            let table = scans
+                .get(&name)
+                .ok_or_else(|| {
+                    anyhow!(
+                        "{qpos}: INSERT INTO {}: unknown table '{name}'",
+                        sink.name()
+                    )
+                })?
+                .clone();
             if !table.factory.supports_source() {
-                bail!("{qpos}: INSERT INTO {}: table '{}' (connector '{}') cannot be read from (it is a sink only)", sink.name(), table.name(), table.connector);
+                bail!(
+                    "{qpos}: INSERT INTO {}: table '{}' (connector '{}') cannot be read from (it is a sink only)",
+                    sink.name(),
+                    table.name(),
+                    table.connector
+                );
             }
             SourceSpec::Table(table)
         }
         None => {
             // Constant rows: evaluate them now.
-            let df = ctx.execute_logical_plan(plan.clone()).await.map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
-            let batches = df.collect().await.map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
+            let df = ctx
+                .execute_logical_plan(plan.clone())
+                .await
+                .map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
+            let batches = df
+                .collect()
+                .await
+                .map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
             // Apply the final mapping now so that type errors show up in `validate`.
             let mut out = Vec::new();
             for b in batches {
-                let (mapped, _) = transform.finish(b).map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {e:#}", sink.name()))?;
+                let (mapped, _) = transform
+                    .finish(b)
+                    .map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {e:#}", sink.name()))?;
                 out.push(mapped);
             }
             SourceSpec::Values(out)
@@ -300,12 +424,31 @@ async fn plan_insert(ctx: &SessionContext, catalog: &Catalog, scans: &BTreeMap<S
         _ => transform,
     };
     let mut explain_full = String::new();
-    writeln!(explain_full, "INSERT #{index} (line {}): {} → {} (connector '{}')", at.line, match &source {
-        SourceSpec::Table(t) => format!("{} (connector '{}')", t.name(), t.connector),
-        SourceSpec::Values(b) => format!("VALUES ({} rows)", b.iter().map(|b| b.num_rows()).sum::<usize>()),
-    }, sink.name(), sink.connector).ok();
+    writeln!(
+        explain_full,
+        "INSERT #{index} (line {}): {} → {} (connector '{}')",
+        at.line,
+        match &source {
+            SourceSpec::Table(t) => format!("{} (connector '{}')", t.name(), t.connector),
+            SourceSpec::Values(b) => format!(
+                "VALUES ({} rows)",
+                b.iter().map(|b| b.num_rows()).sum::<usize>()
+            ),
+        },
+        sink.name(),
+        sink.connector
+    )
+    .ok();
     for line in explain.lines() {
         writeln!(explain_full, "    {line}").ok();
     }
-    Ok(PipelinePlan { index, id: format!("{index}:{}", sink.name()), pos: at, source, sink, transform, explain: explain_full })
+    Ok(PipelinePlan {
+        index,
+        id: format!("{index}:{}", sink.name()),
+        pos: at,
+        source,
+        sink,
+        transform,
+        explain: explain_full,
+    })
 }

@@ -51,9 +51,16 @@ pub fn compatible(from: &DataType, to: &DataType) -> bool {
         }
     };
     match (from, to) {
-        (List(a) | LargeList(a) | FixedSizeList(a, _), List(b)) => compatible(a.data_type(), b.data_type()),
+        (List(a) | LargeList(a) | FixedSizeList(a, _), List(b)) => {
+            compatible(a.data_type(), b.data_type())
+        }
         (Map(a, _), Map(b, _)) => compatible(a.data_type(), b.data_type()),
-        (Struct(a), Struct(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| compatible(x.data_type(), y.data_type())),
+        (Struct(a), Struct(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b.iter())
+                    .all(|(x, y)| compatible(x.data_type(), y.data_type()))
+        }
         _ => {
             let (f, t) = (family(from), family(to));
             f != 0 && f == t && arrow::compute::can_cast_types(from, to)
@@ -65,7 +72,13 @@ impl Transform {
     /// Batches already in the sink schema pass through.
     pub fn identity(sink_schema: SchemaRef) -> Self {
         let mapping = (0..sink_schema.fields().len()).map(Some).collect();
-        Transform { stages: Vec::new(), sink_schema, mapping, drop_null_violations: false, sink_name: String::new() }
+        Transform {
+            stages: Vec::new(),
+            sink_schema,
+            mapping,
+            drop_null_violations: false,
+            sink_name: String::new(),
+        }
     }
 
     pub fn build(
@@ -79,25 +92,41 @@ impl Transform {
     ) -> Result<Self> {
         let mut stages = Vec::new();
         if let Some(ts) = scan {
-            let full: DFSchema = DFSchema::try_from_qualified_schema(ts.table_name.clone(), &ts.source.schema())?;
+            let full: DFSchema =
+                DFSchema::try_from_qualified_schema(ts.table_name.clone(), &ts.source.schema())?;
             for f in &ts.filters {
                 stages.push(Stage::Filter(state.create_physical_expr(f.clone(), &full)?));
             }
             if let Some(p) = &ts.projection {
-                stages.push(Stage::Columns(p.clone(), Arc::new(ts.projected_schema.as_arrow().clone())));
+                stages.push(Stage::Columns(
+                    p.clone(),
+                    Arc::new(ts.projected_schema.as_arrow().clone()),
+                ));
             }
         }
         for node in chain {
             match node {
-                LogicalPlan::Filter(f) => stages.push(Stage::Filter(state.create_physical_expr(f.predicate.clone(), f.input.schema())?)),
+                LogicalPlan::Filter(f) => stages.push(Stage::Filter(
+                    state.create_physical_expr(f.predicate.clone(), f.input.schema())?,
+                )),
                 LogicalPlan::Projection(p) => {
-                    let exprs = p.expr.iter().map(|e| state.create_physical_expr(e.clone(), p.input.schema())).collect::<datafusion::error::Result<Vec<_>>>()?;
+                    let exprs = p
+                        .expr
+                        .iter()
+                        .map(|e| state.create_physical_expr(e.clone(), p.input.schema()))
+                        .collect::<datafusion::error::Result<Vec<_>>>()?;
                     stages.push(Stage::Project(exprs, Arc::new(p.schema.as_arrow().clone())));
                 }
                 _ => {}
             }
         }
-        Ok(Transform { stages, sink_schema, mapping, drop_null_violations, sink_name: sink_name.to_string() })
+        Ok(Transform {
+            stages,
+            sink_schema,
+            mapping,
+            drop_null_violations,
+            sink_name: sink_name.to_string(),
+        })
     }
 
     /// Runs the stages and the sink mapping on one batch. Returns the sink batch and the number of rows dropped
@@ -113,16 +142,36 @@ impl Transform {
                 )?,
                 Stage::Filter(pred) => {
                     let v = pred.evaluate(&b)?.into_array(b.num_rows())?;
-                    let mask = v.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| anyhow!("filter predicate is not boolean"))?;
+                    let mask = v
+                        .as_any()
+                        .downcast_ref::<BooleanArray>()
+                        .ok_or_else(|| anyhow!("filter predicate is not boolean"))?;
                     filter_record_batch(&b, mask)?
                 }
                 Stage::Project(exprs, schema) => {
-                    let cols = exprs.iter().map(|e| e.evaluate(&b).and_then(|v| v.into_array(b.num_rows()))).collect::<datafusion::error::Result<Vec<ArrayRef>>>()?;
+                    let cols = exprs
+                        .iter()
+                        .map(|e| e.evaluate(&b).and_then(|v| v.into_array(b.num_rows())))
+                        .collect::<datafusion::error::Result<Vec<ArrayRef>>>()?;
                     // DataFusion's inferred nullability can be stricter than the data; keep our own schema lax.
                     let schema = Arc::new(Schema::new(
-                        schema.fields().iter().zip(&cols).map(|(f, c)| f.as_ref().clone().with_data_type(c.data_type().clone()).with_nullable(true)).collect::<Vec<_>>(),
+                        schema
+                            .fields()
+                            .iter()
+                            .zip(&cols)
+                            .map(|(f, c)| {
+                                f.as_ref()
+                                    .clone()
+                                    .with_data_type(c.data_type().clone())
+                                    .with_nullable(true)
+                            })
+                            .collect::<Vec<_>>(),
                     ));
-                    RecordBatch::try_new_with_options(schema, cols, &RecordBatchOptions::new().with_row_count(Some(b.num_rows())))?
+                    RecordBatch::try_new_with_options(
+                        schema,
+                        cols,
+                        &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+                    )?
                 }
             };
         }
@@ -132,7 +181,10 @@ impl Transform {
     /// Maps query columns onto the sink columns: casts, NULLs for unlisted columns, NOT NULL enforcement.
     pub fn finish(&self, b: RecordBatch) -> Result<(RecordBatch, usize)> {
         let n = b.num_rows();
-        let opts = CastOptions { safe: false, ..Default::default() };
+        let opts = CastOptions {
+            safe: false,
+            ..Default::default()
+        };
         let mut cols = Vec::with_capacity(self.mapping.len());
         for (si, m) in self.mapping.iter().enumerate() {
             let field = self.sink_schema.field(si);
@@ -142,7 +194,14 @@ impl Transform {
                     if c.data_type() == field.data_type() {
                         c.clone()
                     } else {
-                        cast_with_options(c, field.data_type(), &opts).map_err(|e| anyhow!("column '{}': cannot cast {} to {}: {e}", field.name(), c.data_type(), field.data_type()))?
+                        cast_with_options(c, field.data_type(), &opts).map_err(|e| {
+                            anyhow!(
+                                "column '{}': cannot cast {} to {}: {e}",
+                                field.name(),
+                                c.data_type(),
+                                field.data_type()
+                            )
+                        })?
                     }
                 }
                 None => new_null_array(field.data_type(), n),
@@ -150,7 +209,14 @@ impl Transform {
             cols.push(col);
         }
         let mut skipped = 0;
-        let violating: Vec<usize> = self.sink_schema.fields().iter().enumerate().filter(|(i, f)| !f.is_nullable() && cols[*i].null_count() > 0).map(|(i, _)| i).collect();
+        let violating: Vec<usize> = self
+            .sink_schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(i, f)| !f.is_nullable() && cols[*i].null_count() > 0)
+            .map(|(i, _)| i)
+            .collect();
         if !violating.is_empty() {
             if !self.drop_null_violations {
                 let f = self.sink_schema.field(violating[0]);
@@ -160,13 +226,44 @@ impl Transform {
                     self.sink_name
                 ));
             }
-            let keep = BooleanArray::from((0..n).map(|r| violating.iter().all(|i| cols[*i].is_valid(r))).collect::<Vec<bool>>());
+            let keep = BooleanArray::from(
+                (0..n)
+                    .map(|r| violating.iter().all(|i| cols[*i].is_valid(r)))
+                    .collect::<Vec<bool>>(),
+            );
             skipped = keep.false_count();
-            let lax = Arc::new(Schema::new(self.sink_schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
-            let tmp = filter_record_batch(&RecordBatch::try_new_with_options(lax, cols, &RecordBatchOptions::new().with_row_count(Some(n)))?, &keep)?;
+            let lax = Arc::new(Schema::new(
+                self.sink_schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.as_ref().clone().with_nullable(true))
+                    .collect::<Vec<_>>(),
+            ));
+            let tmp = filter_record_batch(
+                &RecordBatch::try_new_with_options(
+                    lax,
+                    cols,
+                    &RecordBatchOptions::new().with_row_count(Some(n)),
+                )?,
+                &keep,
+            )?;
             let rows = tmp.num_rows();
-            return Ok((RecordBatch::try_new_with_options(self.sink_schema.clone(), tmp.columns().to_vec(), &RecordBatchOptions::new().with_row_count(Some(rows)))?, skipped));
+            return Ok((
+                RecordBatch::try_new_with_options(
+                    self.sink_schema.clone(),
+                    tmp.columns().to_vec(),
+                    &RecordBatchOptions::new().with_row_count(Some(rows)),
+                )?,
+                skipped,
+            ));
         }
-        Ok((RecordBatch::try_new_with_options(self.sink_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?, skipped))
+        Ok((
+            RecordBatch::try_new_with_options(
+                self.sink_schema.clone(),
+                cols,
+                &RecordBatchOptions::new().with_row_count(Some(n)),
+            )?,
+            skipped,
+        ))
     }
 }

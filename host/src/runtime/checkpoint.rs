@@ -46,7 +46,10 @@ fn file_name(id: u64) -> String {
 }
 
 fn parse_name(name: &str) -> Option<u64> {
-    name.strip_prefix("chk-")?.strip_suffix(".json")?.parse().ok()
+    name.strip_prefix("chk-")?
+        .strip_suffix(".json")?
+        .parse()
+        .ok()
 }
 
 impl CheckpointStore {
@@ -55,11 +58,18 @@ impl CheckpointStore {
         if job_id.is_empty() || job_id.contains(['/', '\\']) || job_id == "." || job_id == ".." {
             bail!("invalid job id '{job_id}' for a state directory name");
         }
-        std::fs::create_dir_all(state_dir).with_context(|| format!("creating state directory {}", state_dir.display()))?;
-        let root = Dir::open_ambient_dir(state_dir, ambient_authority()).with_context(|| format!("opening state directory {}", state_dir.display()))?;
-        root.create_dir_all(job_id).with_context(|| format!("creating {}/{job_id}", state_dir.display()))?;
+        std::fs::create_dir_all(state_dir)
+            .with_context(|| format!("creating state directory {}", state_dir.display()))?;
+        let root = Dir::open_ambient_dir(state_dir, ambient_authority())
+            .with_context(|| format!("opening state directory {}", state_dir.display()))?;
+        root.create_dir_all(job_id)
+            .with_context(|| format!("creating {}/{job_id}", state_dir.display()))?;
         let dir = root.open_dir(job_id)?;
-        Ok(CheckpointStore { dir, retain: retain.max(1), location: format!("{}/{job_id}", state_dir.display()) })
+        Ok(CheckpointStore {
+            dir,
+            retain: retain.max(1),
+            location: format!("{}/{job_id}", state_dir.display()),
+        })
     }
 
     /// Checkpoint ids on disk, ascending.
@@ -78,8 +88,13 @@ impl CheckpointStore {
     fn read(&self, id: u64) -> Result<CheckpointData> {
         let mut text = String::new();
         self.dir.open(file_name(id))?.read_to_string(&mut text)?;
-        let (body, sum) = text.trim_end().rsplit_once('\n').ok_or_else(|| anyhow!("no checksum line (truncated file?)"))?;
-        let sum = sum.strip_prefix("sha256 ").ok_or_else(|| anyhow!("malformed checksum line"))?;
+        let (body, sum) = text
+            .trim_end()
+            .rsplit_once('\n')
+            .ok_or_else(|| anyhow!("no checksum line (truncated file?)"))?;
+        let sum = sum
+            .strip_prefix("sha256 ")
+            .ok_or_else(|| anyhow!("malformed checksum line"))?;
         if hex::encode(Sha256::digest(body.as_bytes())) != sum {
             bail!("checksum mismatch (damaged file)");
         }
@@ -88,7 +103,10 @@ impl CheckpointStore {
             bail!("unsupported checkpoint format {}", data.format);
         }
         if data.checkpoint_id != id {
-            bail!("file name says checkpoint {id} but the content is checkpoint {}", data.checkpoint_id);
+            bail!(
+                "file name says checkpoint {id} but the content is checkpoint {}",
+                data.checkpoint_id
+            );
         }
         Ok(data)
     }
@@ -99,7 +117,11 @@ impl CheckpointStore {
         for id in self.ids()?.into_iter().rev() {
             match self.read(id) {
                 Ok(d) => return Ok((Some(d), warnings)),
-                Err(e) => warnings.push(format!("checkpoint {} in {} is unusable ({e:#}); trying the previous one", file_name(id), self.location)),
+                Err(e) => warnings.push(format!(
+                    "checkpoint {} in {} is unusable ({e:#}); trying the previous one",
+                    file_name(id),
+                    self.location
+                )),
             }
         }
         Ok((None, warnings))
@@ -108,15 +130,24 @@ impl CheckpointStore {
     /// Writes a checkpoint atomically (temp file, fsync, rename, directory fsync), then prunes old ones.
     pub fn write(&self, data: &CheckpointData) -> Result<()> {
         let body = serde_json::to_string(data)?;
-        let text = format!("{body}\nsha256 {}\n", hex::encode(Sha256::digest(body.as_bytes())));
+        let text = format!(
+            "{body}\nsha256 {}\n",
+            hex::encode(Sha256::digest(body.as_bytes()))
+        );
         let final_name = file_name(data.checkpoint_id);
         let tmp = format!("{final_name}.tmp");
         {
-            let mut f = self.dir.create(&tmp).with_context(|| format!("creating {}/{tmp}", self.location))?;
+            let mut f = self
+                .dir
+                .create(&tmp)
+                .with_context(|| format!("creating {}/{tmp}", self.location))?;
             f.write_all(text.as_bytes())?;
-            f.sync_all().with_context(|| format!("fsync {}/{tmp}", self.location))?;
+            f.sync_all()
+                .with_context(|| format!("fsync {}/{tmp}", self.location))?;
         }
-        self.dir.rename(&tmp, &self.dir, &final_name).with_context(|| format!("renaming {tmp} to {final_name}"))?;
+        self.dir
+            .rename(&tmp, &self.dir, &final_name)
+            .with_context(|| format!("renaming {tmp} to {final_name}"))?;
         // Make the rename durable. Opening a directory for fsync is not possible on every platform; best effort.
         if let Ok(d) = self.dir.open(".") {
             let _ = d.sync_all();
@@ -137,8 +168,20 @@ mod tests {
 
     fn data(id: u64) -> CheckpointData {
         let mut pipelines = BTreeMap::new();
-        pipelines.insert("0:sink".to_string(), PipelineState { source: serde_json::json!({ "emitted": id * 10 }), sink: serde_json::Value::Null });
-        CheckpointData { format: FORMAT_VERSION, job_id: "j".into(), checkpoint_id: id, created_at_ms: 0, pipelines }
+        pipelines.insert(
+            "0:sink".to_string(),
+            PipelineState {
+                source: serde_json::json!({ "emitted": id * 10 }),
+                sink: serde_json::Value::Null,
+            },
+        );
+        CheckpointData {
+            format: FORMAT_VERSION,
+            job_id: "j".into(),
+            checkpoint_id: id,
+            created_at_ms: 0,
+            pipelines,
+        }
     }
 
     #[test]
@@ -162,7 +205,13 @@ mod tests {
         std::fs::write(&path, &text[..text.len() / 2]).unwrap();
         assert_eq!(store.latest().unwrap().0.unwrap().checkpoint_id, 2);
         // Leftover temp files are ignored.
-        std::fs::write(tmp.path().join("j").join("chk-00000000000000000009.json.tmp"), "x").unwrap();
+        std::fs::write(
+            tmp.path()
+                .join("j")
+                .join("chk-00000000000000000009.json.tmp"),
+            "x",
+        )
+        .unwrap();
         assert_eq!(store.latest().unwrap().0.unwrap().checkpoint_id, 2);
         assert!(CheckpointStore::open(tmp.path(), "../x", 1).is_err());
     }

@@ -57,7 +57,11 @@ enum SinkCmd {
 }
 
 enum Event {
-    Ack { pipeline: usize, id: u64, state: PipelineState },
+    Ack {
+        pipeline: usize,
+        id: u64,
+        state: PipelineState,
+    },
     Exhausted(usize),
     Finished(usize),
     Failed(String),
@@ -85,12 +89,27 @@ pub struct RunSummary {
 }
 
 /// Runs pipelines until their sources are exhausted or `stop` turns true; a final checkpoint is taken either way.
-pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOptions, metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) -> Result<RunSummary> {
-    let state_dir = opts.state_dir.clone().or_else(|| settings.checkpoint_dir.clone());
+pub async fn run(
+    plans: Vec<PipelinePlan>,
+    settings: &JobSettings,
+    opts: RunOptions,
+    metrics: Arc<Metrics>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<RunSummary> {
+    let state_dir = opts
+        .state_dir
+        .clone()
+        .or_else(|| settings.checkpoint_dir.clone());
     let store = match &state_dir {
-        Some(d) => Some(Arc::new(CheckpointStore::open(d, &opts.job_id, settings.num_retained)?)),
+        Some(d) => Some(Arc::new(CheckpointStore::open(
+            d,
+            &opts.job_id,
+            settings.num_retained,
+        )?)),
         None => {
-            info!("no state directory (--state-dir or SET 'state.checkpoints.dir'): checkpoints flush sinks but are not persisted");
+            info!(
+                "no state directory (--state-dir or SET 'state.checkpoints.dir'): checkpoints flush sinks but are not persisted"
+            );
             None
         }
     };
@@ -114,14 +133,18 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
             restored = latest;
         }
     }
-    let mut summary = RunSummary { restored_from: restored.as_ref().map(|d| d.checkpoint_id), ..Default::default() };
+    let mut summary = RunSummary {
+        restored_from: restored.as_ref().map(|d| d.checkpoint_id),
+        ..Default::default()
+    };
 
     let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(64);
     let mut source_cmds = Vec::new();
     let mut sink_cmds = Vec::new();
     let mut handles = Vec::new();
     let n = plans.len();
-    let pipeline_ids: BTreeMap<usize, String> = plans.iter().map(|p| (p.index, p.id.clone())).collect();
+    let pipeline_ids: BTreeMap<usize, String> =
+        plans.iter().map(|p| (p.index, p.id.clone())).collect();
     for plan in plans {
         let (mut source, source_table): (Box<dyn Source>, String) = match &plan.source {
             SourceSpec::Table(t) => (t.factory.create_source(t)?, t.name().to_string()),
@@ -131,10 +154,15 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
         if let Some(d) = &restored {
             match d.pipelines.get(&plan.id) {
                 Some(st) => {
-                    source.restore(st.source.clone()).with_context(|| format!("restoring the source of INSERT {}", plan.id))?;
-                    sink.restore(st.sink.clone()).with_context(|| format!("restoring the sink of INSERT {}", plan.id))?;
+                    source
+                        .restore(st.source.clone())
+                        .with_context(|| format!("restoring the source of INSERT {}", plan.id))?;
+                    sink.restore(st.sink.clone())
+                        .with_context(|| format!("restoring the sink of INSERT {}", plan.id))?;
                 }
-                None => warn!(pipeline = %plan.id, "the checkpoint has no state for this INSERT; it starts fresh"),
+                None => {
+                    warn!(pipeline = %plan.id, "the checkpoint has no state for this INSERT; it starts fresh")
+                }
             }
         }
         let (c1_tx, c1_rx) = mpsc::channel(CHANNEL_BATCHES);
@@ -148,23 +176,52 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
         let m = metrics.clone();
         let ev = ev_tx.clone();
         let (batch_size, linger) = (settings.batch_size, settings.batch_linger);
-        handles.push(tokio::spawn(report(ev.clone(), format!("source '{source_table}' (INSERT #{idx})"), {
-            let ev = ev.clone();
-            async move { source_task(idx, source, c1_tx, sc_rx, ev, batch_size, linger, m, source_table).await }
-        })));
+        handles.push(tokio::spawn(report(
+            ev.clone(),
+            format!("source '{source_table}' (INSERT #{idx})"),
+            {
+                let ev = ev.clone();
+                async move {
+                    source_task(
+                        idx,
+                        source,
+                        c1_tx,
+                        sc_rx,
+                        ev,
+                        batch_size,
+                        linger,
+                        m,
+                        source_table,
+                    )
+                    .await
+                }
+            },
+        )));
         let m = metrics.clone();
         let transform = plan.transform.clone();
         let st = sink_table.clone();
-        handles.push(tokio::spawn(report(ev.clone(), format!("transform of INSERT #{idx} into '{sink_table}'"), async move { transform_task(c1_rx, c2_tx, transform, m, st).await })));
+        handles.push(tokio::spawn(report(
+            ev.clone(),
+            format!("transform of INSERT #{idx} into '{sink_table}'"),
+            async move { transform_task(c1_rx, c2_tx, transform, m, st).await },
+        )));
         let m = metrics.clone();
-        handles.push(tokio::spawn(report(ev.clone(), format!("sink '{sink_table}' (INSERT #{idx})"), {
-            let ev = ev.clone();
-            async move { sink_task(idx, sink, c2_rx, kc_rx, ev, m, sink_table).await }
-        })));
+        handles.push(tokio::spawn(report(
+            ev.clone(),
+            format!("sink '{sink_table}' (INSERT #{idx})"),
+            {
+                let ev = ev.clone();
+                async move { sink_task(idx, sink, c2_rx, kc_rx, ev, m, sink_table).await }
+            },
+        )));
     }
     drop(ev_tx);
 
-    let progress = if opts.progress { progress::spawn(metrics.clone()) } else { None };
+    let progress = if opts.progress {
+        progress::spawn(metrics.clone())
+    } else {
+        None
+    };
 
     // The coordinator.
     struct Inflight {
@@ -178,7 +235,10 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
     let mut finished = BTreeSet::new();
     let mut stopping = false;
     let mut finishing = false;
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + settings.checkpoint_interval, settings.checkpoint_interval);
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::now() + settings.checkpoint_interval,
+        settings.checkpoint_interval,
+    );
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let trigger = |id: u64, is_final: bool| {
         for c in &source_cmds {
@@ -315,7 +375,11 @@ pub async fn run(plans: Vec<PipelinePlan>, settings: &JobSettings, opts: RunOpti
 }
 
 /// Runs a task and reports its error as an event.
-async fn report(ev: mpsc::Sender<Event>, what: String, fut: impl std::future::Future<Output = Result<()>>) {
+async fn report(
+    ev: mpsc::Sender<Event>,
+    what: String,
+    fut: impl std::future::Future<Output = Result<()>>,
+) {
     if let Err(e) = fut.await {
         let _ = ev.send(Event::Failed(format!("{what}: {e:#}"))).await;
     }
@@ -353,7 +417,11 @@ async fn source_task(
     let mut exhausted = false;
     let send = |b: RecordBatch| {
         let out = out.clone();
-        async move { out.send(Msg::Batch(b)).await.map_err(|_| anyhow!("the pipeline stopped")) }
+        async move {
+            out.send(Msg::Batch(b))
+                .await
+                .map_err(|_| anyhow!("the pipeline stopped"))
+        }
     };
     loop {
         tokio::select! {
@@ -408,12 +476,20 @@ async fn source_task(
     }
 }
 
-async fn transform_task(mut input: mpsc::Receiver<Msg>, out: mpsc::Sender<Msg>, transform: Arc<Transform>, metrics: Arc<Metrics>, sink_table: String) -> Result<()> {
+async fn transform_task(
+    mut input: mpsc::Receiver<Msg>,
+    out: mpsc::Sender<Msg>,
+    transform: Arc<Transform>,
+    metrics: Arc<Metrics>,
+    sink_table: String,
+) -> Result<()> {
     let skipped = metrics.skipped.with_label_values(&[&sink_table]);
     while let Some(msg) = input.recv().await {
         let msg = match msg {
             Msg::Batch(b) => {
-                let (b, dropped) = transform.apply(b).inspect_err(|_| metrics.errors.with_label_values(&[&sink_table]).inc())?;
+                let (b, dropped) = transform
+                    .apply(b)
+                    .inspect_err(|_| metrics.errors.with_label_values(&[&sink_table]).inc())?;
                 skipped.inc_by(dropped as u64);
                 if b.num_rows() == 0 {
                     continue;
@@ -423,7 +499,9 @@ async fn transform_task(mut input: mpsc::Receiver<Msg>, out: mpsc::Sender<Msg>, 
             other => other,
         };
         let end = matches!(msg, Msg::End);
-        out.send(msg).await.map_err(|_| anyhow!("the pipeline stopped"))?;
+        out.send(msg)
+            .await
+            .map_err(|_| anyhow!("the pipeline stopped"))?;
         if end {
             break;
         }

@@ -16,7 +16,10 @@ pub fn spawn(metrics: Arc<Metrics>) -> Option<tokio::task::JoinHandle<()>> {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            let (rin, rout) = (Metrics::total(&metrics.rows_in), Metrics::total(&metrics.rows_out));
+            let (rin, rout) = (
+                Metrics::total(&metrics.rows_in),
+                Metrics::total(&metrics.rows_out),
+            );
             let dt = last_t.elapsed().as_secs_f64().max(1e-3);
             let line = format!(
                 "\r\x1b[2K{:>5}s  in {} ({:.0}/s)  out {} ({:.0}/s)  checkpoints {} (last #{})",

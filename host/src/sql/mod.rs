@@ -50,10 +50,17 @@ type Result<T> = std::result::Result<T, SqlError>;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
     CreateTable(CreateTable),
-    Set { key: String, value: String, pos: Pos },
+    Set {
+        key: String,
+        value: String,
+        pos: Pos,
+    },
     Insert(Insert),
     /// `EXECUTE STATEMENT SET BEGIN ... END` / `BEGIN STATEMENT SET; ... END;`
-    StatementSet { inserts: Vec<Insert>, pos: Pos },
+    StatementSet {
+        inserts: Vec<Insert>,
+        pos: Pos,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -82,9 +89,16 @@ pub struct ColumnDef {
 pub enum ColumnKind {
     Physical(FlinkType),
     /// `name AS expr`: the expression as DataFusion SQL text.
-    Computed { expr: String, flink_text: String },
+    Computed {
+        expr: String,
+        flink_text: String,
+    },
     /// `name TYPE METADATA [FROM 'key'] [VIRTUAL]`.
-    Metadata { ty: FlinkType, key: Option<String>, is_virtual: bool },
+    Metadata {
+        ty: FlinkType,
+        key: Option<String>,
+        is_virtual: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -107,15 +121,25 @@ pub struct Insert {
 /// Parses a whole job file.
 pub fn parse_script(text: &str) -> Result<Vec<Statement>> {
     let dialect = GenericDialect {};
-    let tokens = Tokenizer::new(&dialect, text).with_unescape(false).tokenize_with_location().map_err(|e| SqlError {
-        pos: Pos { line: e.location.line, column: e.location.column },
-        message: e.message.clone(),
-    })?;
+    let tokens = Tokenizer::new(&dialect, text)
+        .with_unescape(false)
+        .tokenize_with_location()
+        .map_err(|e| SqlError {
+            pos: Pos {
+                line: e.location.line,
+                column: e.location.column,
+            },
+            message: e.message.clone(),
+        })?;
     let tokens: Vec<TokenWithSpan> = tokens
         .into_iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_)))
         .collect();
-    let mut p = Parser { tokens, idx: 0, end_pos: end_pos(text) };
+    let mut p = Parser {
+        tokens,
+        idx: 0,
+        end_pos: end_pos(text),
+    };
     let mut out = Vec::new();
     loop {
         while p.eat(&Token::SemiColon) {}
@@ -129,7 +153,11 @@ pub fn parse_script(text: &str) -> Result<Vec<Statement>> {
 
 fn end_pos(text: &str) -> Pos {
     let line = text.lines().count().max(1) as u64;
-    let column = text.lines().last().map(|l| l.chars().count() as u64 + 1).unwrap_or(1);
+    let column = text
+        .lines()
+        .last()
+        .map(|l| l.chars().count() as u64 + 1)
+        .unwrap_or(1);
     Pos { line, column }
 }
 
@@ -141,7 +169,14 @@ struct Parser {
 
 /// Keywords that start a statement; a statement that is not closed with `;` ends where one of them appears at
 /// nesting depth 0 (the InLong documentation's job omits the semicolons).
-const STATEMENT_STARTS: &[Keyword] = &[Keyword::CREATE, Keyword::INSERT, Keyword::SET, Keyword::EXECUTE, Keyword::END, Keyword::BEGIN];
+const STATEMENT_STARTS: &[Keyword] = &[
+    Keyword::CREATE,
+    Keyword::INSERT,
+    Keyword::SET,
+    Keyword::EXECUTE,
+    Keyword::END,
+    Keyword::BEGIN,
+];
 
 impl Parser {
     fn at_end(&self) -> bool {
@@ -149,26 +184,42 @@ impl Parser {
     }
 
     fn peek(&self) -> &Token {
-        self.tokens.get(self.idx).map(|t| &t.token).unwrap_or(&Token::EOF)
+        self.tokens
+            .get(self.idx)
+            .map(|t| &t.token)
+            .unwrap_or(&Token::EOF)
     }
 
     fn peek_at(&self, n: usize) -> &Token {
-        self.tokens.get(self.idx + n).map(|t| &t.token).unwrap_or(&Token::EOF)
+        self.tokens
+            .get(self.idx + n)
+            .map(|t| &t.token)
+            .unwrap_or(&Token::EOF)
     }
 
     fn pos(&self) -> Pos {
         match self.tokens.get(self.idx) {
-            Some(t) if !matches!(t.token, Token::EOF) => Pos { line: t.span.start.line, column: t.span.start.column },
+            Some(t) if !matches!(t.token, Token::EOF) => Pos {
+                line: t.span.start.line,
+                column: t.span.start.column,
+            },
             _ => self.end_pos,
         }
     }
 
     fn err<T>(&self, message: impl Into<String>) -> Result<T> {
-        Err(SqlError { pos: self.pos(), message: message.into() })
+        Err(SqlError {
+            pos: self.pos(),
+            message: message.into(),
+        })
     }
 
     fn describe(&self) -> String {
-        if self.at_end() { "end of file".to_string() } else { format!("'{}'", self.peek()) }
+        if self.at_end() {
+            "end of file".to_string()
+        } else {
+            format!("'{}'", self.peek())
+        }
     }
 
     fn next(&mut self) -> Token {
@@ -215,11 +266,19 @@ impl Parser {
     }
 
     fn expect_kw(&mut self, kw: Keyword, what: &str) -> Result<()> {
-        if self.eat_kw(kw) { Ok(()) } else { self.err(format!("expected {what}, found {}", self.describe())) }
+        if self.eat_kw(kw) {
+            Ok(())
+        } else {
+            self.err(format!("expected {what}, found {}", self.describe()))
+        }
     }
 
     fn expect(&mut self, token: &Token, what: &str) -> Result<()> {
-        if self.eat(token) { Ok(()) } else { self.err(format!("expected {what}, found {}", self.describe())) }
+        if self.eat(token) {
+            Ok(())
+        } else {
+            self.err(format!("expected {what}, found {}", self.describe()))
+        }
     }
 
     fn expect_gt(&mut self) -> Result<()> {
@@ -263,7 +322,10 @@ impl Parser {
                 self.idx += 1;
                 Ok(s.replace("''", "'"))
             }
-            _ => self.err(format!("expected {what} (a quoted string), found {}", self.describe())),
+            _ => self.err(format!(
+                "expected {what} (a quoted string), found {}",
+                self.describe()
+            )),
         }
     }
 
@@ -274,7 +336,9 @@ impl Parser {
                     self.idx += 1;
                     Ok(v)
                 }
-                Err(_) => self.err(format!("{what} must be a non-negative integer, found '{n}'")),
+                Err(_) => self.err(format!(
+                    "{what} must be a non-negative integer, found '{n}'"
+                )),
             },
             _ => self.err(format!("expected {what}, found {}", self.describe())),
         }
@@ -286,7 +350,9 @@ impl Parser {
             let temporary = self.eat_kw(Keyword::TEMPORARY);
             if self.is_kw(Keyword::TABLE) {
                 self.idx += 1;
-                return self.create_table(pos, temporary).map(Statement::CreateTable);
+                return self
+                    .create_table(pos, temporary)
+                    .map(Statement::CreateTable);
             }
             return self.err(format!(
                 "only CREATE [TEMPORARY] TABLE is supported, found CREATE {}{}",
@@ -333,12 +399,18 @@ impl Parser {
                 return self.err("statement set is not closed with END");
             }
             if !self.is_kw(Keyword::INSERT) {
-                return self.err(format!("only INSERT statements are allowed in a statement set, found {}", self.describe()));
+                return self.err(format!(
+                    "only INSERT statements are allowed in a statement set, found {}",
+                    self.describe()
+                ));
             }
             inserts.push(self.insert()?);
         }
         if inserts.is_empty() {
-            return Err(SqlError { pos, message: "statement set contains no INSERT statement".into() });
+            return Err(SqlError {
+                pos,
+                message: "statement set contains no INSERT statement".into(),
+            });
         }
         Ok(Statement::StatementSet { inserts, pos })
     }
@@ -379,7 +451,8 @@ impl Parser {
         let pos = self.pos();
         self.expect_kw(Keyword::INSERT, "INSERT")?;
         if self.is_kw(Keyword::OVERWRITE) {
-            return self.err("INSERT OVERWRITE is not supported for streaming sinks; use INSERT INTO");
+            return self
+                .err("INSERT OVERWRITE is not supported for streaming sinks; use INSERT INTO");
         }
         self.expect_kw(Keyword::INTO, "INTO after INSERT")?;
         let table = self.table_name()?;
@@ -394,8 +467,15 @@ impl Parser {
             columns = Some(cols);
         }
         let query_pos = self.pos();
-        if !(self.is_kw(Keyword::SELECT) || self.is_kw(Keyword::VALUES) || self.is_kw(Keyword::WITH) || self.peek() == &Token::LParen) {
-            return self.err(format!("expected SELECT or VALUES after INSERT INTO {table}, found {}", self.describe()));
+        if !(self.is_kw(Keyword::SELECT)
+            || self.is_kw(Keyword::VALUES)
+            || self.is_kw(Keyword::WITH)
+            || self.peek() == &Token::LParen)
+        {
+            return self.err(format!(
+                "expected SELECT or VALUES after INSERT INTO {table}, found {}",
+                self.describe()
+            ));
         }
         let start = self.idx;
         let mut depth = 0i32;
@@ -406,15 +486,35 @@ impl Parser {
                 Token::LParen | Token::LBracket => depth += 1,
                 Token::RParen | Token::RBracket => depth -= 1,
                 Token::SemiColon if depth <= 0 => break,
-                Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::CASE => cases += 1,
-                Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::END && cases > 0 => cases -= 1,
-                Token::Word(w) if depth <= 0 && self.idx > start && w.quote_style.is_none() && STATEMENT_STARTS.contains(&w.keyword) => break,
+                Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::CASE => {
+                    cases += 1
+                }
+                Token::Word(w)
+                    if w.quote_style.is_none() && w.keyword == Keyword::END && cases > 0 =>
+                {
+                    cases -= 1
+                }
+                Token::Word(w)
+                    if depth <= 0
+                        && self.idx > start
+                        && w.quote_style.is_none()
+                        && STATEMENT_STARTS.contains(&w.keyword) =>
+                {
+                    break;
+                }
                 _ => {}
             }
             self.idx += 1;
         }
-        let query = translate::to_datafusion(&self.tokens[start..self.idx]).map_err(|(p, m)| SqlError { pos: p, message: m })?;
-        Ok(Insert { table, columns, query, query_pos, pos })
+        let query = translate::to_datafusion(&self.tokens[start..self.idx])
+            .map_err(|(p, m)| SqlError { pos: p, message: m })?;
+        Ok(Insert {
+            table,
+            columns,
+            query,
+            query_pos,
+            pos,
+        })
     }
 
     /// `INSERT INTO t (SELECT ...)` vs `INSERT INTO t (a, b) SELECT ...`.
@@ -466,7 +566,10 @@ impl Parser {
                     self.expect(&Token::Eq, "'=' between option key and value")?;
                     let value = self.string("an option value")?;
                     if let Some((_, _, first)) = table.options.iter().find(|(k, _, _)| *k == key) {
-                        return Err(SqlError { pos: opos, message: format!("option '{key}' is set twice (first at {first})") });
+                        return Err(SqlError {
+                            pos: opos,
+                            message: format!("option '{key}' is set twice (first at {first})"),
+                        });
                     }
                     table.options.push((key, value, opos));
                     if self.eat(&Token::Comma) {
@@ -480,20 +583,28 @@ impl Parser {
             return self.err("CREATE TABLE ... LIKE is not supported");
         }
         if table.columns.is_empty() {
-            return Err(SqlError { pos, message: format!("table '{}' has no columns", table.name) });
+            return Err(SqlError {
+                pos,
+                message: format!("table '{}' has no columns", table.name),
+            });
         }
         Ok(table)
     }
 
     fn table_element(&mut self, table: &mut CreateTable) -> Result<()> {
         let pos = self.pos();
-        if self.is_word("WATERMARK") && matches!(self.peek_at(1), Token::Word(w) if w.keyword == Keyword::FOR) {
+        if self.is_word("WATERMARK")
+            && matches!(self.peek_at(1), Token::Word(w) if w.keyword == Keyword::FOR)
+        {
             self.idx += 2;
             let column = self.ident("the watermark's time column")?;
             self.expect_kw(Keyword::AS, "AS in WATERMARK FOR c AS expr")?;
             let (expr, _) = self.expression()?;
             if table.watermark.is_some() {
-                return Err(SqlError { pos, message: "only one WATERMARK per table".into() });
+                return Err(SqlError {
+                    pos,
+                    message: "only one WATERMARK per table".into(),
+                });
             }
             table.watermark = Some(Watermark { column, expr });
             return Ok(());
@@ -512,14 +623,20 @@ impl Parser {
             self.expect(&Token::RParen, "')' after the key columns")?;
             self.not_enforced()?;
             if table.primary_key.is_some() {
-                return Err(SqlError { pos, message: "a table can have only one PRIMARY KEY".into() });
+                return Err(SqlError {
+                    pos,
+                    message: "a table can have only one PRIMARY KEY".into(),
+                });
             }
             table.primary_key = Some(cols);
             return Ok(());
         }
         let name = self.ident("a column name")?;
         if table.columns.iter().any(|c| c.name == name) {
-            return Err(SqlError { pos, message: format!("column '{name}' is declared twice") });
+            return Err(SqlError {
+                pos,
+                message: format!("column '{name}' is declared twice"),
+            });
         }
         let kind = if self.eat_kw(Keyword::AS) {
             let (expr, flink_text) = self.expression()?;
@@ -527,9 +644,17 @@ impl Parser {
         } else {
             let ty = self.data_type()?;
             if self.eat_kw(Keyword::METADATA) {
-                let key = if self.eat_kw(Keyword::FROM) { Some(self.string("the metadata key")?) } else { None };
+                let key = if self.eat_kw(Keyword::FROM) {
+                    Some(self.string("the metadata key")?)
+                } else {
+                    None
+                };
                 let is_virtual = self.eat_kw(Keyword::VIRTUAL);
-                ColumnKind::Metadata { ty, key, is_virtual }
+                ColumnKind::Metadata {
+                    ty,
+                    key,
+                    is_virtual,
+                }
             } else {
                 ColumnKind::Physical(ty)
             }
@@ -539,12 +664,24 @@ impl Parser {
             self.expect_kw(Keyword::KEY, "KEY after PRIMARY")?;
             self.not_enforced()?;
             if table.primary_key.is_some() {
-                return Err(SqlError { pos, message: "a table can have only one PRIMARY KEY".into() });
+                return Err(SqlError {
+                    pos,
+                    message: "a table can have only one PRIMARY KEY".into(),
+                });
             }
             table.primary_key = Some(vec![name.clone()]);
         }
-        let comment = if self.eat_kw(Keyword::COMMENT) { Some(self.string("the column comment")?) } else { None };
-        table.columns.push(ColumnDef { name, kind, comment, pos });
+        let comment = if self.eat_kw(Keyword::COMMENT) {
+            Some(self.string("the column comment")?)
+        } else {
+            None
+        };
+        table.columns.push(ColumnDef {
+            name,
+            kind,
+            comment,
+            pos,
+        });
         Ok(())
     }
 
@@ -566,7 +703,11 @@ impl Parser {
                 Token::RParen | Token::RBracket if depth == 0 => break,
                 Token::RParen | Token::RBracket => depth -= 1,
                 Token::Comma if depth == 0 => break,
-                Token::Word(w) if depth == 0 && w.quote_style.is_none() && w.keyword == Keyword::COMMENT => break,
+                Token::Word(w)
+                    if depth == 0 && w.quote_style.is_none() && w.keyword == Keyword::COMMENT =>
+                {
+                    break;
+                }
                 _ => {}
             }
             self.idx += 1;
@@ -574,8 +715,12 @@ impl Parser {
         if start == self.idx {
             return self.err(format!("expected an expression, found {}", self.describe()));
         }
-        let flink: Vec<String> = self.tokens[start..self.idx].iter().map(|t| t.token.to_string()).collect();
-        let expr = translate::to_datafusion(&self.tokens[start..self.idx]).map_err(|(p, m)| SqlError { pos: p, message: m })?;
+        let flink: Vec<String> = self.tokens[start..self.idx]
+            .iter()
+            .map(|t| t.token.to_string())
+            .collect();
+        let expr = translate::to_datafusion(&self.tokens[start..self.idx])
+            .map_err(|(p, m)| SqlError { pos: p, message: m })?;
         Ok((expr, flink.join(" ")))
     }
 
@@ -583,7 +728,9 @@ impl Parser {
     fn data_type(&mut self) -> Result<FlinkType> {
         let mut ty = self.base_type()?;
         loop {
-            if self.is_kw(Keyword::NOT) && matches!(self.peek_at(1), Token::Word(w) if w.keyword == Keyword::NULL) {
+            if self.is_kw(Keyword::NOT)
+                && matches!(self.peek_at(1), Token::Word(w) if w.keyword == Keyword::NULL)
+            {
                 self.idx += 2;
                 ty.nullable = false;
             } else if self.eat_kw(Keyword::NULL) {
@@ -615,7 +762,10 @@ impl Parser {
             let n = self.number("a precision")?;
             self.expect(&Token::RParen, "')'")?;
             if n > max as u32 {
-                return Err(SqlError { pos, message: format!("precision must be between 0 and {max}, found {n}") });
+                return Err(SqlError {
+                    pos,
+                    message: format!("precision must be between 0 and {max}, found {n}"),
+                });
             }
             Ok(n as u8)
         } else {
@@ -641,7 +791,11 @@ impl Parser {
             "VARCHAR" => {
                 // The vendor's examples write a bare `varchar` for free text; lengths are not enforced on
                 // write (Flink's `table.exec.sink.type-length-enforcer` default IGNORE), so read it as STRING.
-                if self.peek() == &Token::LParen { TypeKind::Varchar(self.opt_len(1)?) } else { TypeKind::String }
+                if self.peek() == &Token::LParen {
+                    TypeKind::Varchar(self.opt_len(1)?)
+                } else {
+                    TypeKind::String
+                }
             }
             "STRING" => TypeKind::String,
             "BOOLEAN" | "BOOL" => TypeKind::Boolean,
@@ -658,7 +812,12 @@ impl Parser {
                     self.expect(&Token::RParen, "')'")?;
                 }
                 if !(1..=38).contains(&p) || s > p {
-                    return Err(SqlError { pos, message: format!("DECIMAL({p}, {s}): precision must be 1..38 and scale 0..precision") });
+                    return Err(SqlError {
+                        pos,
+                        message: format!(
+                            "DECIMAL({p}, {s}): precision must be 1..38 and scale 0..precision"
+                        ),
+                    });
                 }
                 TypeKind::Decimal(p as u8, s as i8)
             }
@@ -723,17 +882,34 @@ impl Parser {
                     return self.err("expected '<' or '(' after ROW");
                 };
                 let mut fields: Vec<RowField> = Vec::new();
-                let closes = |p: &Parser| if angle { matches!(p.peek(), Token::Gt | Token::ShiftRight) } else { p.peek() == &Token::RParen };
+                let closes = |p: &Parser| {
+                    if angle {
+                        matches!(p.peek(), Token::Gt | Token::ShiftRight)
+                    } else {
+                        p.peek() == &Token::RParen
+                    }
+                };
                 if !closes(self) {
                     loop {
                         let fpos = self.pos();
                         let name = self.ident("a ROW field name")?;
                         if fields.iter().any(|f| f.name == name) {
-                            return Err(SqlError { pos: fpos, message: format!("ROW field '{name}' is declared twice") });
+                            return Err(SqlError {
+                                pos: fpos,
+                                message: format!("ROW field '{name}' is declared twice"),
+                            });
                         }
                         let ty = self.data_type()?;
-                        let description = if let Token::SingleQuotedString(_) = self.peek() { Some(self.string("a field description")?) } else { None };
-                        fields.push(RowField { name, ty, description });
+                        let description = if let Token::SingleQuotedString(_) = self.peek() {
+                            Some(self.string("a field description")?)
+                        } else {
+                            None
+                        };
+                        fields.push(RowField {
+                            name,
+                            ty,
+                            description,
+                        });
                         if !self.eat(&Token::Comma) {
                             break;
                         }
@@ -747,9 +923,17 @@ impl Parser {
                 TypeKind::Row(fields)
             }
             "MULTISET" | "RAW" | "INTERVAL" | "NULL" | "SYMBOL" => {
-                return Err(SqlError { pos, message: format!("data type {word} is not supported in pulsar-connect tables") });
+                return Err(SqlError {
+                    pos,
+                    message: format!("data type {word} is not supported in pulsar-connect tables"),
+                });
             }
-            other => return Err(SqlError { pos, message: format!("unknown data type '{other}'") }),
+            other => {
+                return Err(SqlError {
+                    pos,
+                    message: format!("unknown data type '{other}'"),
+                });
+            }
         };
         Ok(FlinkType::new(kind))
     }
@@ -780,27 +964,61 @@ mod tests {
 
     #[test]
     fn nested_types_and_shift_right() {
-        let Statement::CreateTable(t) = one("CREATE TABLE t (a ARRAY<ROW<x INT, y MAP<STRING, ARRAY<BIGINT>>>> NOT NULL, b DECIMAL(10, 2), c TIMESTAMP(3) WITH LOCAL TIME ZONE, d INT ARRAY) WITH ('connector'='blackhole')") else { panic!() };
-        assert_eq!(t.columns[0].kind, ColumnKind::Physical(FlinkType {
-            kind: TypeKind::Array(Box::new(FlinkType::new(TypeKind::Row(vec![
-                RowField { name: "x".into(), ty: FlinkType::new(TypeKind::Int), description: None },
-                RowField { name: "y".into(), ty: FlinkType::new(TypeKind::Map(Box::new(FlinkType::new(TypeKind::String)), Box::new(FlinkType::new(TypeKind::Array(Box::new(FlinkType::new(TypeKind::BigInt))))))), description: None },
-            ])))),
-            nullable: false,
-        }));
-        assert_eq!(t.columns[2].kind, ColumnKind::Physical(FlinkType::new(TypeKind::TimestampLtz(3))));
-        assert_eq!(t.columns[3].kind, ColumnKind::Physical(FlinkType::new(TypeKind::Array(Box::new(FlinkType::new(TypeKind::Int))))));
+        let Statement::CreateTable(t) = one(
+            "CREATE TABLE t (a ARRAY<ROW<x INT, y MAP<STRING, ARRAY<BIGINT>>>> NOT NULL, b DECIMAL(10, 2), c TIMESTAMP(3) WITH LOCAL TIME ZONE, d INT ARRAY) WITH ('connector'='blackhole')",
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            t.columns[0].kind,
+            ColumnKind::Physical(FlinkType {
+                kind: TypeKind::Array(Box::new(FlinkType::new(TypeKind::Row(vec![
+                    RowField {
+                        name: "x".into(),
+                        ty: FlinkType::new(TypeKind::Int),
+                        description: None
+                    },
+                    RowField {
+                        name: "y".into(),
+                        ty: FlinkType::new(TypeKind::Map(
+                            Box::new(FlinkType::new(TypeKind::String)),
+                            Box::new(FlinkType::new(TypeKind::Array(Box::new(FlinkType::new(
+                                TypeKind::BigInt
+                            )))))
+                        )),
+                        description: None
+                    },
+                ])))),
+                nullable: false,
+            })
+        );
+        assert_eq!(
+            t.columns[2].kind,
+            ColumnKind::Physical(FlinkType::new(TypeKind::TimestampLtz(3)))
+        );
+        assert_eq!(
+            t.columns[3].kind,
+            ColumnKind::Physical(FlinkType::new(TypeKind::Array(Box::new(FlinkType::new(
+                TypeKind::Int
+            )))))
+        );
     }
 
     #[test]
     fn computed_metadata_pk_watermark() {
         let Statement::CreateTable(t) = one(
             "CREATE TEMPORARY TABLE IF NOT EXISTS `db`.`t` (\n id BIGINT, ts TIMESTAMP_LTZ(3) METADATA FROM 'publishTime' VIRTUAL, -- c\n d AS id * 2 COMMENT 'double', /* x */ WATERMARK FOR ts AS ts - INTERVAL '5' SECOND, PRIMARY KEY (id) NOT ENFORCED) COMMENT 'x' WITH ('a' = 'it''s')",
-        ) else { panic!() };
+        ) else {
+            panic!()
+        };
         assert!(t.temporary && t.if_not_exists);
         assert_eq!(t.name, "t");
-        assert!(matches!(&t.columns[1].kind, ColumnKind::Metadata { key: Some(k), is_virtual: true, .. } if k == "publishTime"));
-        assert!(matches!(&t.columns[2].kind, ColumnKind::Computed { expr, .. } if expr.contains("id * 2")));
+        assert!(
+            matches!(&t.columns[1].kind, ColumnKind::Metadata { key: Some(k), is_virtual: true, .. } if k == "publishTime")
+        );
+        assert!(
+            matches!(&t.columns[2].kind, ColumnKind::Computed { expr, .. } if expr.contains("id * 2"))
+        );
         assert_eq!(t.columns[2].comment.as_deref(), Some("double"));
         assert_eq!(t.watermark.as_ref().unwrap().column, "ts");
         assert_eq!(t.primary_key, Some(vec!["id".to_string()]));
@@ -822,11 +1040,25 @@ mod tests {
     fn set_insert_statement_set() {
         let v = parse_script("SET 'pipeline.name' = 'j';\nSET execution.checkpointing.interval = 10s;\nEXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT * FROM b; INSERT INTO c (x) VALUES (1); END;").unwrap();
         assert_eq!(v.len(), 3);
-        assert_eq!(v[1], Statement::Set { key: "execution.checkpointing.interval".into(), value: "10s".into(), pos: Pos { line: 2, column: 1 } });
-        let Statement::StatementSet { inserts, .. } = &v[2] else { panic!() };
+        assert_eq!(
+            v[1],
+            Statement::Set {
+                key: "execution.checkpointing.interval".into(),
+                value: "10s".into(),
+                pos: Pos { line: 2, column: 1 }
+            }
+        );
+        let Statement::StatementSet { inserts, .. } = &v[2] else {
+            panic!()
+        };
         assert_eq!(inserts[1].columns, Some(vec!["x".to_string()]));
         let v = parse_script("EXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT CASE WHEN x THEN 1 ELSE 2 END FROM b END").unwrap();
-        let Statement::StatementSet { inserts, .. } = &v[0] else { panic!() };
-        assert_eq!(inserts[0].query, "SELECT CASE WHEN x THEN 1 ELSE 2 END FROM b");
+        let Statement::StatementSet { inserts, .. } = &v[0] else {
+            panic!()
+        };
+        assert_eq!(
+            inserts[0].query,
+            "SELECT CASE WHEN x THEN 1 ELSE 2 END FROM b"
+        );
     }
 }

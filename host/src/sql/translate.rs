@@ -21,11 +21,20 @@ pub fn to_datafusion(tokens: &[TokenWithSpan]) -> Result<String, (Pos, String)> 
         }
         prev_end = Some((t.span.end.line, t.span.end.column));
         match &t.token {
-            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("MAP") && matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LBracket)) => {
-                let close = matching(tokens, i + 1).ok_or_else(|| (pos(t), "MAP[ is not closed with ]".to_string()))?;
+            Token::Word(w)
+                if w.quote_style.is_none()
+                    && w.value.eq_ignore_ascii_case("MAP")
+                    && matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LBracket)) =>
+            {
+                let close = matching(tokens, i + 1)
+                    .ok_or_else(|| (pos(t), "MAP[ is not closed with ]".to_string()))?;
                 let elems = split_commas(&tokens[i + 2..close]);
-                if elems.len() % 2 != 0 {
-                    return Err((pos(t), "MAP[...] needs an even number of elements: key, value, key, value, ...".into()));
+                if !elems.len().is_multiple_of(2) {
+                    return Err((
+                        pos(t),
+                        "MAP[...] needs an even number of elements: key, value, key, value, ..."
+                            .into(),
+                    ));
                 }
                 out.push_str("MAP {");
                 for (n, pair) in elems.chunks(2).enumerate() {
@@ -41,20 +50,30 @@ pub fn to_datafusion(tokens: &[TokenWithSpan]) -> Result<String, (Pos, String)> 
                 i = close + 1;
                 continue;
             }
-            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("BYTES") => out.push_str("BYTEA"),
-            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("TIMESTAMP_LTZ") => {
+            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("BYTES") => {
+                out.push_str("BYTEA")
+            }
+            Token::Word(w)
+                if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("TIMESTAMP_LTZ") =>
+            {
                 // TIMESTAMP_LTZ(p) → TIMESTAMP(p) WITH TIME ZONE
                 out.push_str("TIMESTAMP");
-                if let (Some(Token::LParen), Some(Token::Number(n, _)), Some(Token::RParen)) =
-                    (tokens.get(i + 1).map(|t| &t.token), tokens.get(i + 2).map(|t| &t.token), tokens.get(i + 3).map(|t| &t.token))
-                {
+                if let (Some(Token::LParen), Some(Token::Number(n, _)), Some(Token::RParen)) = (
+                    tokens.get(i + 1).map(|t| &t.token),
+                    tokens.get(i + 2).map(|t| &t.token),
+                    tokens.get(i + 3).map(|t| &t.token),
+                ) {
                     out.push_str(&format!("({n})"));
                     prev_end = Some((tokens[i + 3].span.end.line, tokens[i + 3].span.end.column));
                     i += 3;
                 }
                 out.push_str(" WITH TIME ZONE");
             }
-            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("PROCTIME") && matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LParen)) => {
+            Token::Word(w)
+                if w.quote_style.is_none()
+                    && w.value.eq_ignore_ascii_case("PROCTIME")
+                    && matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LParen)) =>
+            {
                 out.push_str("now")
             }
             other => out.push_str(&other.to_string()),
@@ -65,7 +84,10 @@ pub fn to_datafusion(tokens: &[TokenWithSpan]) -> Result<String, (Pos, String)> 
 }
 
 fn pos(t: &TokenWithSpan) -> Pos {
-    Pos { line: t.span.start.line, column: t.span.start.column }
+    Pos {
+        line: t.span.start.line,
+        column: t.span.start.column,
+    }
 }
 
 /// Index of the bracket closing the one at `open`.
@@ -114,8 +136,16 @@ mod tests {
 
     #[test]
     fn map_constructor_and_spacing() {
-        let v = parse_script("INSERT INTO t VALUES ('a', t.x, 1.5, MAP['k1', 'v1', 'k2', 'v2'], CAST(b AS BYTES))").unwrap();
-        let Statement::Insert(i) = &v[0] else { panic!() };
-        assert_eq!(i.query, "VALUES ('a', t.x, 1.5, MAP {'k1': 'v1', 'k2': 'v2'}, CAST(b AS BYTEA))");
+        let v = parse_script(
+            "INSERT INTO t VALUES ('a', t.x, 1.5, MAP['k1', 'v1', 'k2', 'v2'], CAST(b AS BYTES))",
+        )
+        .unwrap();
+        let Statement::Insert(i) = &v[0] else {
+            panic!()
+        };
+        assert_eq!(
+            i.query,
+            "VALUES ('a', t.x, 1.5, MAP {'k1': 'v1', 'k2': 'v2'}, CAST(b AS BYTEA))"
+        );
     }
 }

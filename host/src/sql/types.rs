@@ -52,7 +52,10 @@ pub const MAX_LENGTH: u32 = i32::MAX as u32;
 
 impl FlinkType {
     pub fn new(kind: TypeKind) -> Self {
-        FlinkType { kind, nullable: true }
+        FlinkType {
+            kind,
+            nullable: true,
+        }
     }
 
     /// The Arrow type used for this Flink type inside the host.
@@ -76,16 +79,24 @@ impl FlinkType {
             },
             TypeKind::Timestamp(p) => DataType::Timestamp(time_unit(*p), None),
             TypeKind::TimestampLtz(p) => DataType::Timestamp(time_unit(*p), Some(Arc::from("UTC"))),
-            TypeKind::Array(elem) => DataType::List(Arc::new(Field::new("item", elem.to_arrow(), elem.nullable))),
+            TypeKind::Array(elem) => {
+                DataType::List(Arc::new(Field::new("item", elem.to_arrow(), elem.nullable)))
+            }
             TypeKind::Map(k, v) => {
                 let entries = Fields::from(vec![
                     Field::new("key", k.to_arrow(), false),
                     Field::new("value", v.to_arrow(), v.nullable),
                 ]);
-                DataType::Map(Arc::new(Field::new("entries", DataType::Struct(entries), false)), false)
+                DataType::Map(
+                    Arc::new(Field::new("entries", DataType::Struct(entries), false)),
+                    false,
+                )
             }
             TypeKind::Row(fields) => DataType::Struct(Fields::from(
-                fields.iter().map(|f| Field::new(&f.name, f.ty.to_arrow(), f.ty.nullable)).collect::<Vec<_>>(),
+                fields
+                    .iter()
+                    .map(|f| Field::new(&f.name, f.ty.to_arrow(), f.ty.nullable))
+                    .collect::<Vec<_>>(),
             )),
         }
     }
@@ -154,9 +165,18 @@ mod tests {
 
     #[test]
     fn arrow_mapping() {
-        assert_eq!(FlinkType::new(TypeKind::TimestampLtz(3)).to_arrow(), DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())));
-        assert_eq!(FlinkType::new(TypeKind::Decimal(10, 2)).to_arrow(), DataType::Decimal128(10, 2));
-        let m = FlinkType::new(TypeKind::Map(Box::new(FlinkType::new(TypeKind::String)), Box::new(FlinkType::new(TypeKind::Int))));
+        assert_eq!(
+            FlinkType::new(TypeKind::TimestampLtz(3)).to_arrow(),
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+        );
+        assert_eq!(
+            FlinkType::new(TypeKind::Decimal(10, 2)).to_arrow(),
+            DataType::Decimal128(10, 2)
+        );
+        let m = FlinkType::new(TypeKind::Map(
+            Box::new(FlinkType::new(TypeKind::String)),
+            Box::new(FlinkType::new(TypeKind::Int)),
+        ));
         assert!(matches!(m.to_arrow(), DataType::Map(_, false)));
         assert_eq!(m.to_string(), "MAP<STRING, INT>");
     }

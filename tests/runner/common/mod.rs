@@ -21,22 +21,54 @@ static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
             OptionDecl::string("service-url", "broker URL").required(),
             OptionDecl::string("topic", "topic"),
             OptionDecl::string("topic-pattern", "pattern"),
-            OptionDecl::enumeration("scan.startup.mode", &["earliest", "latest", "external-subscription", "specific-offsets"], "start").default("latest"),
+            OptionDecl::enumeration(
+                "scan.startup.mode",
+                &[
+                    "earliest",
+                    "latest",
+                    "external-subscription",
+                    "specific-offsets",
+                ],
+                "start",
+            )
+            .default("latest"),
             OptionDecl::string("scan.startup.sub-name", "subscription"),
-            OptionDecl::int("partition.discovery.interval-millis", -1, i64::MAX, "discovery").aliases(&["discovery topic interval"]),
+            OptionDecl::int(
+                "partition.discovery.interval-millis",
+                -1,
+                i64::MAX,
+                "discovery",
+            )
+            .aliases(&["discovery topic interval"]),
             OptionDecl::string("auth-params", "credentials").secret(),
             OptionDecl::string("properties.*", "client settings"),
         ],
         vec![
             Rule::MutuallyExclusive("topic", "topic-pattern"),
-            Rule::RequiredWhen { option: "scan.startup.mode", equals: "external-subscription", requires: "scan.startup.sub-name" },
+            Rule::RequiredWhen {
+                option: "scan.startup.mode",
+                equals: "external-subscription",
+                requires: "scan.startup.sub-name",
+            },
         ],
     )
 });
 
 static METADATA: &[MetadataDecl] = &[
-    MetadataDecl { key: "topic", flink_type: "STRING NOT NULL", readable: true, writable: false, doc: "topic" },
-    MetadataDecl { key: "eventTime", flink_type: "TIMESTAMP_LTZ(3)", readable: true, writable: true, doc: "event time" },
+    MetadataDecl {
+        key: "topic",
+        flink_type: "STRING NOT NULL",
+        readable: true,
+        writable: false,
+        doc: "topic",
+    },
+    MetadataDecl {
+        key: "eventTime",
+        flink_type: "TIMESTAMP_LTZ(3)",
+        readable: true,
+        writable: true,
+        doc: "event time",
+    },
 ];
 
 /// Rows written to `collect` tables, formatted as Flink rows, per table.
@@ -69,7 +101,8 @@ impl ConnectorFactory for FakePulsar {
     }
 }
 
-static COLLECT_OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| OptionSet::new("connector 'collect'", "test sink", vec![], vec![]));
+static COLLECT_OPTIONS: LazyLock<OptionSet> =
+    LazyLock::new(|| OptionSet::new("connector 'collect'", "test sink", vec![], vec![]));
 
 pub struct CollectFactory(pub Collected);
 
@@ -90,7 +123,10 @@ impl ConnectorFactory for CollectFactory {
         anyhow::bail!("sink only")
     }
     fn create_sink(&self, t: &CatalogTable) -> Result<Box<dyn Sink>> {
-        Ok(Box::new(CollectSink { table: t.name().to_string(), out: self.0.clone() }))
+        Ok(Box::new(CollectSink {
+            table: t.name().to_string(),
+            out: self.0.clone(),
+        }))
     }
 }
 
@@ -104,7 +140,10 @@ impl Sink for CollectSink {
     async fn write(&mut self, batch: RecordBatch) -> Result<()> {
         let mut out = self.out.lock().unwrap();
         for r in 0..batch.num_rows() {
-            out.push((self.table.clone(), pulsar_connect::connectors::print::format_row(&batch, r)));
+            out.push((
+                self.table.clone(),
+                pulsar_connect::connectors::print::format_row(&batch, r),
+            ));
         }
         Ok(())
     }
@@ -135,13 +174,22 @@ pub async fn errors(sql: &str) -> Vec<String> {
 }
 
 pub fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The release binary: `PULSAR_CONNECT_BIN`, else `<workspace>/target/release/pulsar-connect`
 /// (build it first: `cargo build --release -p pulsar-connect`).
 pub fn binary() -> PathBuf {
-    let p = std::env::var_os("PULSAR_CONNECT_BIN").map(PathBuf::from).unwrap_or_else(|| workspace().join("target/release/pulsar-connect"));
-    assert!(p.exists(), "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)", p.display());
+    let p = std::env::var_os("PULSAR_CONNECT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/release/pulsar-connect"));
+    assert!(
+        p.exists(),
+        "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
+        p.display()
+    );
     p
 }

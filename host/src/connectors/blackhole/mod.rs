@@ -14,7 +14,12 @@ static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
     OptionSet::new(
         "connector 'blackhole'",
         "Sink only. Discards rows; `pulsar_connect_rows_out_total` still counts them.",
-        vec![OptionDecl::int("sink.parallelism", 1, 1, "Accepted for compatibility with Flink; pulsar-connect runs one writer per INSERT.")],
+        vec![OptionDecl::int(
+            "sink.parallelism",
+            1,
+            1,
+            "Accepted for compatibility with Flink; pulsar-connect runs one writer per INSERT.",
+        )],
         vec![],
     )
 });
@@ -47,7 +52,10 @@ impl ConnectorFactory for BlackholeFactory {
         true
     }
     fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
-        anyhow::bail!("table '{}': connector 'blackhole' can only be written to (it is a sink)", table.name())
+        anyhow::bail!(
+            "table '{}': connector 'blackhole' can only be written to (it is a sink)",
+            table.name()
+        )
     }
     fn create_sink(&self, _table: &CatalogTable) -> Result<Box<dyn Sink>> {
         Ok(Box::new(BlackholeSink { rows: 0 }))
@@ -80,8 +88,14 @@ mod tests {
     #[tokio::test]
     async fn counts_and_discards() {
         use std::sync::Arc;
-        let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("a", arrow::datatypes::DataType::Int32, false)]));
-        let b = RecordBatch::try_new(schema, vec![Arc::new(arrow::array::Int32Array::from(vec![1, 2, 3]))]).unwrap();
+        let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+            arrow::datatypes::Field::new("a", arrow::datatypes::DataType::Int32, false),
+        ]));
+        let b = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(arrow::array::Int32Array::from(vec![1, 2, 3]))],
+        )
+        .unwrap();
         let mut s = BlackholeSink { rows: 0 };
         s.write(b.clone()).await.unwrap();
         s.write(b).await.unwrap();

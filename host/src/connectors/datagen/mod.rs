@@ -28,19 +28,78 @@ static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
         "connector 'datagen'",
         "Source only. Generates rows; `#` stands for a column name.",
         vec![
-            OptionDecl::int("rows-per-second", 1, i64::MAX, "Rows generated per second.").default("10000"),
-            OptionDecl::int("number-of-rows", 0, i64::MAX, "Total rows to generate; unbounded when not set (unless a column is a sequence)."),
-            OptionDecl::enumeration("fields.#.kind", &["random", "sequence"], "Generator of the column.").default("random"),
-            OptionDecl::int("fields.#.start", i64::MIN, i64::MAX, "First value of a sequence (required for `sequence`)."),
-            OptionDecl::int("fields.#.end", i64::MIN, i64::MAX, "Last value of a sequence, inclusive (required for `sequence`)."),
-            OptionDecl::double("fields.#.min", f64::MIN, f64::MAX, "Minimum random value (numeric columns). Default: the type's minimum (0 for floating point)."),
-            OptionDecl::double("fields.#.max", f64::MIN, f64::MAX, "Maximum random value (numeric columns). Default: the type's maximum (1e6 for floating point)."),
-            OptionDecl::int("fields.#.length", 0, 1 << 20, "Length of random strings and bytes (default 100) and size of arrays and maps (default 3)."),
-            OptionDecl::double("fields.#.null-rate", 0.0, 1.0, "Fraction of NULL values (nullable columns only).").default("0"),
-            OptionDecl::duration("fields.#.max-past", "Random timestamps and dates lie between now minus this and now (default 0: now)."),
-            OptionDecl::int("scan.parallelism", 1, 1, "Accepted for compatibility with Flink; pulsar-connect runs one reader per INSERT."),
+            OptionDecl::int("rows-per-second", 1, i64::MAX, "Rows generated per second.")
+                .default("10000"),
+            OptionDecl::int(
+                "number-of-rows",
+                0,
+                i64::MAX,
+                "Total rows to generate; unbounded when not set (unless a column is a sequence).",
+            ),
+            OptionDecl::enumeration(
+                "fields.#.kind",
+                &["random", "sequence"],
+                "Generator of the column.",
+            )
+            .default("random"),
+            OptionDecl::int(
+                "fields.#.start",
+                i64::MIN,
+                i64::MAX,
+                "First value of a sequence (required for `sequence`).",
+            ),
+            OptionDecl::int(
+                "fields.#.end",
+                i64::MIN,
+                i64::MAX,
+                "Last value of a sequence, inclusive (required for `sequence`).",
+            ),
+            OptionDecl::double(
+                "fields.#.min",
+                f64::MIN,
+                f64::MAX,
+                "Minimum random value (numeric columns). Default: the type's minimum (0 for floating point).",
+            ),
+            OptionDecl::double(
+                "fields.#.max",
+                f64::MIN,
+                f64::MAX,
+                "Maximum random value (numeric columns). Default: the type's maximum (1e6 for floating point).",
+            ),
+            OptionDecl::int(
+                "fields.#.length",
+                0,
+                1 << 20,
+                "Length of random strings and bytes (default 100) and size of arrays and maps (default 3).",
+            ),
+            OptionDecl::double(
+                "fields.#.null-rate",
+                0.0,
+                1.0,
+                "Fraction of NULL values (nullable columns only).",
+            )
+            .default("0"),
+            OptionDecl::duration(
+                "fields.#.max-past",
+                "Random timestamps and dates lie between now minus this and now (default 0: now).",
+            ),
+            OptionDecl::int(
+                "scan.parallelism",
+                1,
+                1,
+                "Accepted for compatibility with Flink; pulsar-connect runs one reader per INSERT.",
+            ),
         ],
-        vec![Rule::NotGreater { min: "fields.#.min", max: "fields.#.max" }, Rule::NotGreater { min: "fields.#.start", max: "fields.#.end" }],
+        vec![
+            Rule::NotGreater {
+                min: "fields.#.min",
+                max: "fields.#.max",
+            },
+            Rule::NotGreater {
+                min: "fields.#.start",
+                max: "fields.#.end",
+            },
+        ],
     )
 });
 
@@ -68,18 +127,35 @@ fn specs(table: &CatalogTable) -> Result<Vec<FieldSpec>> {
         let kind = match g("kind").unwrap_or("random") {
             "sequence" => {
                 let (Some(start), Some(end)) = (g("start"), g("end")) else {
-                    bail!("column '{name}': a sequence needs 'fields.{name}.start' and 'fields.{name}.end'");
+                    bail!(
+                        "column '{name}': a sequence needs 'fields.{name}.start' and 'fields.{name}.end'"
+                    );
                 };
                 let (start, end): (i64, i64) = (start.trim().parse()?, end.trim().parse()?);
-                if !matches!(f.data_type(), DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Float32 | DataType::Float64 | DataType::Decimal128(_, _) | DataType::Utf8) {
-                    bail!("column '{name}': sequence generates numbers or strings, not {}", f.data_type());
+                if !matches!(
+                    f.data_type(),
+                    DataType::Int8
+                        | DataType::Int16
+                        | DataType::Int32
+                        | DataType::Int64
+                        | DataType::Float32
+                        | DataType::Float64
+                        | DataType::Decimal128(_, _)
+                        | DataType::Utf8
+                ) {
+                    bail!(
+                        "column '{name}': sequence generates numbers or strings, not {}",
+                        f.data_type()
+                    );
                 }
                 Kind::Sequence { start, end }
             }
             _ => {
                 for k in ["start", "end"] {
                     if g(k).is_some() {
-                        bail!("option 'fields.{name}.{k}' only applies to 'fields.{name}.kind' = 'sequence'");
+                        bail!(
+                            "option 'fields.{name}.{k}' only applies to 'fields.{name}.kind' = 'sequence'"
+                        );
                     }
                 }
                 Kind::Random
@@ -88,10 +164,15 @@ fn specs(table: &CatalogTable) -> Result<Vec<FieldSpec>> {
         let numeric = f.data_type().is_numeric();
         for k in ["min", "max"] {
             if g(k).is_some() && !numeric {
-                bail!("option 'fields.{name}.{k}' only applies to numeric columns; '{name}' is {}", f.data_type());
+                bail!(
+                    "option 'fields.{name}.{k}' only applies to numeric columns; '{name}' is {}",
+                    f.data_type()
+                );
             }
         }
-        let null_rate = g("null-rate").and_then(|v| v.trim().parse::<f64>().ok()).unwrap_or(0.0);
+        let null_rate = g("null-rate")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
         if null_rate > 0.0 && !f.is_nullable() {
             bail!("option 'fields.{name}.null-rate': column '{name}' is NOT NULL");
         }
@@ -101,7 +182,9 @@ fn specs(table: &CatalogTable) -> Result<Vec<FieldSpec>> {
             max: g("max").and_then(|v| v.trim().parse().ok()),
             length: g("length").and_then(|v| v.trim().parse().ok()),
             null_rate,
-            max_past: g("max-past").and_then(|v| crate::options::duration::parse(v).ok()).unwrap_or_default(),
+            max_past: g("max-past")
+                .and_then(|v| crate::options::duration::parse(v).ok())
+                .unwrap_or_default(),
         });
     }
     Ok(out)
@@ -124,14 +207,21 @@ impl ConnectorFactory for DatagenFactory {
         false
     }
     fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
-        if table.def.columns.iter().any(|c| matches!(c.kind, ColumnKind::Metadata { .. })) {
+        if table
+            .def
+            .columns
+            .iter()
+            .any(|c| matches!(c.kind, ColumnKind::Metadata { .. }))
+        {
             return Err(anyhow!("connector 'datagen' has no metadata columns"));
         }
         let specs = specs(table)?;
         let seq_len = specs
             .iter()
             .filter_map(|s| match s.kind {
-                Kind::Sequence { start, end } => Some((end as i128 - start as i128 + 1).max(0) as u64),
+                Kind::Sequence { start, end } => {
+                    Some((end as i128 - start as i128 + 1).max(0) as u64)
+                }
                 Kind::Random => None,
             })
             .min();
@@ -143,7 +233,11 @@ impl ConnectorFactory for DatagenFactory {
         Ok(Box::new(DatagenSource {
             schema: table.source_schema(),
             specs,
-            rows_per_second: table.options.get_i64("rows-per-second").unwrap_or(10000).max(1) as f64,
+            rows_per_second: table
+                .options
+                .get_i64("rows-per-second")
+                .unwrap_or(10000)
+                .max(1) as f64,
             total,
             emitted: 0,
             rate_base: None,
@@ -151,7 +245,10 @@ impl ConnectorFactory for DatagenFactory {
         }))
     }
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
-        bail!("table '{}': connector 'datagen' can only be read from (it is a source)", table.name())
+        bail!(
+            "table '{}': connector 'datagen' can only be read from (it is a source)",
+            table.name()
+        )
     }
 }
 
@@ -169,12 +266,18 @@ pub struct DatagenSource {
 #[async_trait]
 impl Source for DatagenSource {
     fn restore(&mut self, state: serde_json::Value) -> Result<()> {
-        self.emitted = state.get("emitted").and_then(|v| v.as_u64()).ok_or_else(|| anyhow!("datagen state without 'emitted': {state}"))?;
+        self.emitted = state
+            .get("emitted")
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| anyhow!("datagen state without 'emitted': {state}"))?;
         Ok(())
     }
 
     async fn poll_batch(&mut self, max_rows: usize) -> Result<SourcePoll> {
-        let remaining = self.total.map(|t| t.saturating_sub(self.emitted)).unwrap_or(u64::MAX);
+        let remaining = self
+            .total
+            .map(|t| t.saturating_sub(self.emitted))
+            .unwrap_or(u64::MAX);
         if remaining == 0 {
             return Ok(SourcePoll::End);
         }

@@ -25,9 +25,9 @@ fn java_time_fraction(nanos: u32, secs: u32, out: &mut String) {
     }
     out.push_str(&format!(":{secs:02}"));
     if nanos > 0 {
-        if nanos % 1_000_000 == 0 {
+        if nanos.is_multiple_of(1_000_000) {
             out.push_str(&format!(".{:03}", nanos / 1_000_000));
-        } else if nanos % 1000 == 0 {
+        } else if nanos.is_multiple_of(1000) {
             out.push_str(&format!(".{:06}", nanos / 1000));
         } else {
             out.push_str(&format!(".{nanos:09}"));
@@ -54,7 +54,11 @@ fn java_double(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else if v.fract() == 0.0 && v.abs() < 1e7 {
         format!("{v:.1}")
     } else {
@@ -101,18 +105,32 @@ pub fn format_value(col: &ArrayRef, row: usize) -> String {
         DataType::BinaryView => bytes(col.as_binary_view().value(row)),
         DataType::Date32 => {
             let d = col.as_primitive::<Date32Type>().value(row);
-            NaiveDate::from_num_days_from_ce_opt(d + 719_163).map(|d| d.to_string()).unwrap_or_else(|| d.to_string())
+            NaiveDate::from_num_days_from_ce_opt(d + 719_163)
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| d.to_string())
         }
         DataType::Time32(TimeUnit::Millisecond) => {
             let v = col.as_primitive::<Time32MillisecondType>().value(row);
-            NaiveTime::from_num_seconds_from_midnight_opt((v / 1000) as u32, ((v % 1000) * 1_000_000) as u32).map(local_time).unwrap_or_default()
+            NaiveTime::from_num_seconds_from_midnight_opt(
+                (v / 1000) as u32,
+                ((v % 1000) * 1_000_000) as u32,
+            )
+            .map(local_time)
+            .unwrap_or_default()
         }
         DataType::Time64(unit) => {
             let ns = match unit {
-                TimeUnit::Microsecond => col.as_primitive::<Time64MicrosecondType>().value(row) * 1000,
+                TimeUnit::Microsecond => {
+                    col.as_primitive::<Time64MicrosecondType>().value(row) * 1000
+                }
                 _ => col.as_primitive::<Time64NanosecondType>().value(row),
             };
-            NaiveTime::from_num_seconds_from_midnight_opt((ns / 1_000_000_000) as u32, (ns % 1_000_000_000) as u32).map(local_time).unwrap_or_default()
+            NaiveTime::from_num_seconds_from_midnight_opt(
+                (ns / 1_000_000_000) as u32,
+                (ns % 1_000_000_000) as u32,
+            )
+            .map(local_time)
+            .unwrap_or_default()
         }
         DataType::Timestamp(unit, tz) => {
             let v = match unit {
@@ -131,14 +149,18 @@ pub fn format_value(col: &ArrayRef, row: usize) -> String {
         DataType::List(_) => {
             let l = col.as_list::<i32>();
             let values = l.value(row);
-            let items: Vec<String> = (0..values.len()).map(|i| format_value(&values, i)).collect();
+            let items: Vec<String> = (0..values.len())
+                .map(|i| format_value(&values, i))
+                .collect();
             format!("[{}]", items.join(", "))
         }
         DataType::Map(_, _) => {
             let m = col.as_map();
             let entries = m.value(row);
             let (k, v) = (entries.column(0).clone(), entries.column(1).clone());
-            let items: Vec<String> = (0..entries.len()).map(|i| format!("{}={}", format_value(&k, i), format_value(&v, i))).collect();
+            let items: Vec<String> = (0..entries.len())
+                .map(|i| format!("{}={}", format_value(&k, i), format_value(&v, i)))
+                .collect();
             format!("{{{}}}", items.join(", "))
         }
         DataType::Struct(_) => {
@@ -172,20 +194,33 @@ mod tests {
             Field::new("b", DataType::Utf8, true),
             Field::new("c", DataType::Timestamp(TimeUnit::Millisecond, None), true),
             Field::new("d", DataType::Float64, true),
-            Field::new("e", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), true),
+            Field::new(
+                "e",
+                DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+                true,
+            ),
         ]));
         let batch = RecordBatch::try_new(
             schema,
             vec![
                 Arc::new(Int64Array::from(vec![Some(1), None])),
                 Arc::new(StringArray::from(vec![Some("x"), Some("y")])),
-                Arc::new(TimestampMillisecondArray::from(vec![1_583_673_131_123, 1_583_673_120_000])),
+                Arc::new(TimestampMillisecondArray::from(vec![
+                    1_583_673_131_123,
+                    1_583_673_120_000,
+                ])),
                 Arc::new(Float64Array::from(vec![1.0, 0.25])),
                 Arc::new(TimestampMillisecondArray::from(vec![0, 0]).with_timezone("UTC")),
             ],
         )
         .unwrap();
-        assert_eq!(format_row(&batch, 0), "+I[1, x, 2020-03-08T13:12:11.123, 1.0, 1970-01-01T00:00Z]");
-        assert_eq!(format_row(&batch, 1), "+I[null, y, 2020-03-08T13:12, 0.25, 1970-01-01T00:00Z]");
+        assert_eq!(
+            format_row(&batch, 0),
+            "+I[1, x, 2020-03-08T13:12:11.123, 1.0, 1970-01-01T00:00Z]"
+        );
+        assert_eq!(
+            format_row(&batch, 1),
+            "+I[null, y, 2020-03-08T13:12, 0.25, 1970-01-01T00:00Z]"
+        );
     }
 }

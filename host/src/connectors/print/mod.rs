@@ -62,12 +62,18 @@ impl ConnectorFactory for PrintFactory {
         true
     }
     fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
-        anyhow::bail!("table '{}': connector 'print' can only be written to (it is a sink)", table.name())
+        anyhow::bail!(
+            "table '{}': connector 'print' can only be written to (it is a sink)",
+            table.name()
+        )
     }
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
         let o = &table.options;
         Ok(Box::new(PrintSink {
-            prefix: o.get("print-identifier").map(|p| format!("{p}> ")).unwrap_or_default(),
+            prefix: o
+                .get("print-identifier")
+                .map(|p| format!("{p}> "))
+                .unwrap_or_default(),
             stderr: o.get_bool("standard-error").unwrap_or(false),
             ratio: o.get_f64("print-sample-ratio").unwrap_or(1.0),
             buf: Vec::with_capacity(64 * 1024),
@@ -108,7 +114,8 @@ impl Sink for PrintSink {
                 continue;
             }
             self.buf.extend_from_slice(self.prefix.as_bytes());
-            self.buf.extend_from_slice(format_row(&batch, row).as_bytes());
+            self.buf
+                .extend_from_slice(format_row(&batch, row).as_bytes());
             self.buf.push(b'\n');
         }
         if self.buf.len() >= 64 * 1024 {
