@@ -178,6 +178,7 @@ fn init_tracing() {
         EnvFilter::try_from_env("PULSAR_CONNECT_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
 }
