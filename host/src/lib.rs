@@ -2,6 +2,13 @@
 //!
 //! Layers (see `docs/adr/` and the README): sql → catalog → planner → runtime → connectors → plugins.
 
+pub mod catalog;
 pub mod cli;
+pub mod connectors;
+pub mod job;
+pub mod options;
+pub mod planner;
 pub mod plugins;
 pub mod pulsar;
+pub mod runtime;
+pub mod sql;

@@ -1,10 +1,21 @@
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use pulsar_connect::connectors::Registry;
+use pulsar_connect::job;
+use pulsar_connect::runtime::{self, Metrics, RunOptions};
+use tracing::{info, warn};
+
+/// Exit codes (also in docs/cli.md).
+const EXIT_RUNTIME: u8 = 1;
+const EXIT_INVALID: u8 = 2;
+const EXIT_FORCED: u8 = 130;
 
 /// Runs Flink-SQL Pulsar connector jobs as one small native process.
 #[derive(Debug, Parser)]
-#[command(name = "pulsar-connect", version, about, long_about = None)]
+#[command(name = "pulsar-connect", version, about, long_about = None, after_help = "Exit codes: 0 success, 1 the job failed while running, 2 invalid job or command line, 130 stopped by a second signal.")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -14,26 +25,159 @@ struct Cli {
 enum Command {
     /// Print the versions of the host and its main components.
     Version,
+    /// Run a job file (SET / CREATE TABLE / INSERT statements) until its sources end or a signal stops it.
+    ///
+    /// SIGINT/SIGTERM: stop reading, drain, take a final checkpoint, exit 0; a second signal exits at once (130).
+    Run {
+        /// The job file.
+        job: PathBuf,
+        /// Checkpoint directory (overrides SET 'state.checkpoints.dir'); state is kept in <dir>/<job id>/.
+        #[arg(long, env = "PULSAR_CONNECT_STATE_DIR")]
+        state_dir: Option<PathBuf>,
+        /// Ignore existing checkpoints and start from the sources' configured start positions.
+        #[arg(long)]
+        fresh: bool,
+        /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464).
+        #[arg(long)]
+        metrics_addr: Option<SocketAddr>,
+    },
+    /// Parse, resolve and check a job file without running it; print the plan (secrets redacted).
+    Validate {
+        /// The job file.
+        job: PathBuf,
+    },
     /// Inspect and validate a plugin directory.
     #[command(subcommand)]
     Plugins(pulsar_connect::cli::plugins::PluginsCommand),
+    /// Generated documentation.
+    Docs {
+        #[command(subcommand)]
+        what: DocsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DocsCommand {
+    /// Markdown of every option (job settings and connectors): the content of docs/options.md.
+    Options,
 }
 
 fn main() -> ExitCode {
     init_tracing();
     let cli = Cli::parse();
-    let result: anyhow::Result<()> = match cli.command {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
+    let registry = Registry::builtin();
+    match cli.command {
         Command::Version => {
             println!("pulsar-connect {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
+            ExitCode::SUCCESS
         }
-        Command::Plugins(command) => pulsar_connect::cli::plugins::run(command),
+        Command::Plugins(command) => match pulsar_connect::cli::plugins::run(command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("error: {err:#}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Docs { what: DocsCommand::Options } => {
+            print!("{}", job::options_markdown(&registry));
+            ExitCode::SUCCESS
+        }
+        Command::Validate { job: path } => rt.block_on(async {
+            match job::load(&path, &registry).await {
+                Ok(j) => {
+                    print!("{}", job::describe(&j));
+                    println!("OK: {} table(s), {} INSERT(s)", j.catalog.order.len(), j.plans.len());
+                    ExitCode::SUCCESS
+                }
+                Err(errors) => {
+                    for e in &errors.0 {
+                        eprintln!("error: {}: {e}", path.display());
+                    }
+                    ExitCode::from(EXIT_INVALID)
+                }
+            }
+        }),
+        Command::Run { job: path, state_dir, fresh, metrics_addr } => rt.block_on(async move {
+            let j = match job::load(&path, &registry).await {
+                Ok(j) => j,
+                Err(errors) => {
+                    for e in &errors.0 {
+                        eprintln!("error: {}: {e}", path.display());
+                    }
+                    return ExitCode::from(EXIT_INVALID);
+                }
+            };
+            for w in &j.catalog.warnings {
+                warn!("{w}");
+            }
+            let metrics = match Metrics::new() {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("error: metrics: {e:#}");
+                    return ExitCode::from(EXIT_RUNTIME);
+                }
+            };
+            if let Some(addr) = metrics_addr {
+                match runtime::metrics::serve(addr, metrics.clone()).await {
+                    Ok(bound) => info!("metrics at http://{bound}/metrics"),
+                    Err(e) => {
+                        eprintln!("error: {e:#}");
+                        return ExitCode::from(EXIT_RUNTIME);
+                    }
+                }
+            }
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            tokio::spawn(signals(stop_tx));
+            info!(job_id = %j.job_id, inserts = j.plans.len(), "job started");
+            let opts = RunOptions { job_id: j.job_id.clone(), state_dir, fresh, progress: true };
+            let settings = j.catalog.settings.clone();
+            match runtime::run(j.plans, &settings, opts, metrics, stop_rx).await {
+                Ok(s) => {
+                    info!(rows_in = s.rows_in, rows_out = s.rows_out, checkpoints = s.checkpoints, restored_from = ?s.restored_from, "job finished");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e:#}", path.display());
+                    ExitCode::from(EXIT_RUNTIME)
+                }
+            }
+        }),
+    }
+}
+
+/// First SIGINT/SIGTERM: graceful stop. Second: exit at once.
+async fn signals(stop: tokio::sync::watch::Sender<bool>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        warn!("cannot install signal handlers");
+        return;
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(1)
+    let mut count = 0;
+    loop {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        count += 1;
+        if count == 1 {
+            info!("signal received: stopping (send it again to exit at once)");
+            let _ = stop.send(true);
+        } else {
+            eprintln!("second signal: exiting immediately");
+            std::process::exit(EXIT_FORCED as i32);
         }
     }
 }
@@ -44,6 +188,7 @@ fn init_tracing() {
         EnvFilter::try_from_env("PULSAR_CONNECT_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
 }

@@ -184,6 +184,16 @@ fn cargo() -> Command {
 fn test(args: TestArgs) -> Result<ExitCode> {
     let python = python::ensure_venv()?;
     build_plugins::run(build_plugins::Args::default())?;
+    // The job-runner tests run the real binary.
+    let built = cargo()
+        .current_dir(paths::workspace_root())
+        // `--workspace`, as `cargo test --workspace` below: the same feature set, so nothing is built twice.
+        .args(["build", "--release", "--workspace", "--all-targets"])
+        .status()
+        .context("building pulsar-connect")?;
+    if !built.success() {
+        bail!("building pulsar-connect failed ({built})");
+    }
     let started = ensure_broker()?;
     let status = cargo()
         .current_dir(paths::workspace_root())

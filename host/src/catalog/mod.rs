@@ -1,0 +1,298 @@
+//! The catalog: tables of a job with their schemas and validated options, and the job's `SET` settings.
+
+pub mod settings;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow};
+use arrow::datatypes::{Schema, SchemaRef};
+
+use crate::connectors::{ConnectorFactory, Registry};
+use crate::options::{OptionError, ResolvedOptions};
+use crate::sql::{ColumnDef, ColumnKind, CreateTable, Pos, Statement};
+
+pub use settings::JobSettings;
+
+/// A table of the job, resolved against its connector.
+pub struct CatalogTable {
+    pub def: CreateTable,
+    pub connector: String,
+    pub options: ResolvedOptions,
+    pub factory: Arc<dyn ConnectorFactory>,
+}
+
+impl std::fmt::Debug for CatalogTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogTable")
+            .field("name", &self.def.name)
+            .field("connector", &self.connector)
+            .finish()
+    }
+}
+
+impl CatalogTable {
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    /// Physical and metadata columns (what a source produces), in declaration order.
+    pub fn source_columns(&self) -> impl Iterator<Item = &ColumnDef> {
+        self.def
+            .columns
+            .iter()
+            .filter(|c| !matches!(c.kind, ColumnKind::Computed { .. }))
+    }
+
+    /// Physical and non-virtual metadata columns (what an INSERT writes), in declaration order.
+    pub fn sink_columns(&self) -> impl Iterator<Item = &ColumnDef> {
+        self.def.columns.iter().filter(|c| match &c.kind {
+            ColumnKind::Physical(_) => true,
+            ColumnKind::Metadata { is_virtual, .. } => !is_virtual,
+            ColumnKind::Computed { .. } => false,
+        })
+    }
+
+    pub fn source_schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.source_columns().map(column_field).collect::<Vec<_>>(),
+        ))
+    }
+
+    pub fn sink_schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.sink_columns().map(column_field).collect::<Vec<_>>(),
+        ))
+    }
+
+    /// The metadata key of a metadata column (`FROM 'key'`, else the column name).
+    pub fn metadata_key<'a>(&self, column: &'a ColumnDef) -> Option<&'a str> {
+        match &column.kind {
+            ColumnKind::Metadata { key, .. } => Some(key.as_deref().unwrap_or(&column.name)),
+            _ => None,
+        }
+    }
+
+    pub fn has_metadata_columns(&self) -> bool {
+        self.def
+            .columns
+            .iter()
+            .any(|c| matches!(c.kind, ColumnKind::Metadata { .. }))
+    }
+}
+
+/// The Arrow field of a physical or metadata column.
+pub fn column_field(c: &ColumnDef) -> arrow::datatypes::Field {
+    match &c.kind {
+        ColumnKind::Physical(ty) | ColumnKind::Metadata { ty, .. } => ty.to_field(&c.name),
+        ColumnKind::Computed { .. } => {
+            arrow::datatypes::Field::new(&c.name, arrow::datatypes::DataType::Null, true)
+        }
+    }
+}
+
+/// The tables and settings of a job.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    pub tables: BTreeMap<String, Arc<CatalogTable>>,
+    /// Table names in declaration order.
+    pub order: Vec<String>,
+    pub settings: JobSettings,
+    /// Non-fatal findings (unknown `SET` keys, ...).
+    pub warnings: Vec<String>,
+}
+
+impl Catalog {
+    pub fn get(&self, name: &str) -> Option<&Arc<CatalogTable>> {
+        self.tables.get(name)
+    }
+
+    /// The error for a table name that is not declared.
+    pub fn unknown_table(&self, name: &str, pos: Pos) -> anyhow::Error {
+        let mut m = format!(
+            "{pos}: table '{name}' is not declared; add CREATE TABLE {name} (...) WITH (...)"
+        );
+        if let Some(best) = self
+            .order
+            .iter()
+            .min_by_key(|t| strsim::levenshtein(t, name))
+            && strsim::levenshtein(best, name) <= 3
+        {
+            write!(m, "; did you mean '{best}'?").ok();
+        }
+        anyhow!(m)
+    }
+}
+
+/// Builds the catalog from parsed statements. Every table is checked; all errors are returned together.
+pub fn build(
+    statements: &[Statement],
+    registry: &Registry,
+) -> std::result::Result<Catalog, Vec<anyhow::Error>> {
+    let mut catalog = Catalog::default();
+    let mut errors = Vec::new();
+    let mut sets = Vec::new();
+    for s in statements {
+        match s {
+            Statement::Set { key, value, pos } => sets.push((key.clone(), value.clone(), *pos)),
+            Statement::CreateTable(t) => {
+                if catalog.tables.contains_key(&t.name) {
+                    if t.if_not_exists {
+                        continue;
+                    }
+                    errors.push(anyhow!("{}: table '{}' is already declared", t.pos, t.name));
+                    continue;
+                }
+                match resolve_table(t, registry) {
+                    Ok(table) => {
+                        catalog.order.push(t.name.clone());
+                        catalog.tables.insert(t.name.clone(), Arc::new(table));
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+            _ => {}
+        }
+    }
+    match settings::resolve(&sets) {
+        Ok((settings, warnings)) => {
+            catalog.settings = settings;
+            catalog.warnings = warnings;
+        }
+        Err(e) => errors.push(e),
+    }
+    if errors.is_empty() {
+        Ok(catalog)
+    } else {
+        Err(errors)
+    }
+}
+
+fn option_error(e: OptionError) -> anyhow::Error {
+    anyhow!(e.to_string())
+}
+
+fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
+    let Some((_, connector, cpos)) = t.options.iter().find(|(k, _, _)| k == "connector") else {
+        return Err(anyhow!(
+            "{}: table '{}' has no 'connector' option; add WITH ('connector' = '...', ...)",
+            t.pos,
+            t.name
+        ));
+    };
+    let Some(factory) = registry.get(connector) else {
+        return Err(anyhow!(
+            "{cpos}: table '{}': {}",
+            t.name,
+            registry.unknown_message(connector)
+        ));
+    };
+    let raw: Vec<_> = t
+        .options
+        .iter()
+        .filter(|(k, _, _)| k != "connector")
+        .cloned()
+        .collect();
+    let fields: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
+    let mut options = factory
+        .options()
+        .validate(&t.name, &raw, &fields)
+        .map_err(option_error)?;
+    options.insert("connector", connector);
+    // Metadata columns must name keys the connector exposes.
+    for c in &t.columns {
+        if let ColumnKind::Metadata { key, .. } = &c.kind {
+            let key = key.as_deref().unwrap_or(&c.name);
+            if !factory.metadata().iter().any(|m| m.key == key) {
+                let available: Vec<&str> = factory.metadata().iter().map(|m| m.key).collect();
+                return Err(anyhow!(
+                    "{}: table '{}', column '{}': connector '{}' has no metadata key '{key}'{}",
+                    c.pos,
+                    t.name,
+                    c.name,
+                    connector,
+                    if available.is_empty() {
+                        "; it exposes no metadata".to_string()
+                    } else {
+                        format!("; available keys: {}", available.join(", "))
+                    }
+                ));
+            }
+        }
+    }
+    if let Some(pk) = &t.primary_key {
+        for k in pk {
+            if !t.columns.iter().any(|c| &c.name == k) {
+                return Err(anyhow!(
+                    "{}: table '{}': primary key column '{k}' is not declared",
+                    t.pos,
+                    t.name
+                ));
+            }
+        }
+    }
+    if let Some(w) = &t.watermark
+        && !t.columns.iter().any(|c| c.name == w.column)
+    {
+        return Err(anyhow!(
+            "{}: table '{}': watermark column '{}' is not declared",
+            t.pos,
+            t.name,
+            w.column
+        ));
+    }
+    let table = CatalogTable {
+        def: t.clone(),
+        connector: connector.clone(),
+        options,
+        factory: factory.clone(),
+    };
+    factory
+        .validate_table(&table)
+        .map_err(|e| anyhow!("{}: table '{}': {e:#}", t.pos, t.name))?;
+    Ok(table)
+}
+
+/// Human-readable description of a table for `validate` (secrets redacted).
+pub fn describe_table(t: &CatalogTable) -> String {
+    let mut s = format!(
+        "table {} (connector '{}', line {})\n",
+        t.name(),
+        t.connector,
+        t.def.pos.line
+    );
+    for c in &t.def.columns {
+        let kind = match &c.kind {
+            ColumnKind::Physical(ty) => ty.to_string(),
+            ColumnKind::Computed { flink_text, .. } => format!("AS {flink_text}"),
+            ColumnKind::Metadata {
+                ty,
+                key,
+                is_virtual,
+            } => format!(
+                "{ty} METADATA{}{}",
+                key.as_ref()
+                    .map(|k| format!(" FROM '{k}'"))
+                    .unwrap_or_default(),
+                if *is_virtual { " VIRTUAL" } else { "" }
+            ),
+        };
+        writeln!(s, "  column {} {kind}", c.name).ok();
+    }
+    if let Some(pk) = &t.def.primary_key {
+        writeln!(s, "  primary key ({}) not enforced", pk.join(", ")).ok();
+    }
+    if let Some(w) = &t.def.watermark {
+        writeln!(
+            s,
+            "  watermark for {} as {} (kept, not used: no event-time operators)",
+            w.column, w.expr
+        )
+        .ok();
+    }
+    for (k, v) in t.options.display_pairs() {
+        writeln!(s, "  option {k} = '{v}'").ok();
+    }
+    s
+}

@@ -1,0 +1,113 @@
+//! Job settings from `SET 'key' = 'value'`, declared once like connector options.
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use anyhow::anyhow;
+
+use crate::options::{OptionDecl, OptionSet, ResolvedOptions, check_value};
+use crate::sql::Pos;
+
+pub const CHECKPOINT_INTERVAL: &str = "execution.checkpointing.interval";
+pub const CHECKPOINT_TIMEOUT: &str = "execution.checkpointing.timeout";
+pub const CHECKPOINT_DIR: &str = "state.checkpoints.dir";
+pub const NUM_RETAINED: &str = "state.checkpoints.num-retained";
+pub const PIPELINE_NAME: &str = "pipeline.name";
+pub const BATCH_SIZE: &str = "table.exec.mini-batch.size";
+pub const BATCH_LINGER: &str = "table.exec.mini-batch.allow-latency";
+pub const NOT_NULL_ENFORCER: &str = "table.exec.sink.not-null-enforcer";
+
+/// The `SET` keys pulsar-connect reads.
+pub static JOB_OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
+    OptionSet::new(
+        "job settings (SET 'key' = 'value')",
+        "Keys set with `SET` in the job file. Keys not listed here are accepted with a warning (Flink jobs often set \
+         engine keys such as `parallelism.default` that have no meaning here).",
+        vec![
+            OptionDecl::string(PIPELINE_NAME, "Job name. Also the job's identity for checkpoints: state lives in `<state dir>/<pipeline.name>/`. Without it the identity is `job-` + the first 12 hex digits of the SHA-256 of the job file with comments and whitespace normalised, so editing the job starts from fresh state."),
+            OptionDecl::duration(CHECKPOINT_INTERVAL, "Time between checkpoints. Sources' positions are only made durable (and, for Pulsar, committed to the subscription) at checkpoints, so this bounds replay after a crash.").default("10s"),
+            OptionDecl::duration(CHECKPOINT_TIMEOUT, "A checkpoint that has not completed after this long is declared failed (counted in `pulsar_connect_checkpoint_failures_total`).").default("10min"),
+            OptionDecl::string(CHECKPOINT_DIR, "Directory for checkpoints (`--state-dir` overrides it). A `file://` prefix is accepted. Without either, checkpoints still flush sinks and commit sources but nothing is written to disk and a restart begins afresh."),
+            OptionDecl::int(NUM_RETAINED, 1, 1000, "Number of complete checkpoints kept on disk; older ones are deleted. Keeping more than one lets a restart fall back when the newest file is damaged.").default("3"),
+            OptionDecl::int(BATCH_SIZE, 1, 1_000_000, "Maximum rows per batch handed from a source to the pipeline.").default("4096"),
+            OptionDecl::duration(BATCH_LINGER, "Longest time a source waits to fill a batch before handing it on.").default("20ms"),
+            OptionDecl::enumeration(NOT_NULL_ENFORCER, &["ERROR", "DROP"], "What to do when a NULL is written to a NOT NULL sink column: fail the job, or drop the row (counted as skipped).").default("ERROR"),
+        ],
+        vec![],
+    )
+});
+
+/// Typed job settings.
+#[derive(Debug, Clone)]
+pub struct JobSettings {
+    pub pipeline_name: Option<String>,
+    pub checkpoint_interval: Duration,
+    pub checkpoint_timeout: Duration,
+    pub checkpoint_dir: Option<PathBuf>,
+    pub num_retained: usize,
+    pub batch_size: usize,
+    pub batch_linger: Duration,
+    pub drop_null_violations: bool,
+    /// Every SET pair, for display.
+    pub raw: ResolvedOptions,
+}
+
+impl Default for JobSettings {
+    fn default() -> Self {
+        resolve(&[])
+            .map(|(s, _)| s)
+            .unwrap_or_else(|_| unreachable!("defaults are valid"))
+    }
+}
+
+/// Validates `SET` pairs; returns settings and warnings for unknown keys.
+pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, Vec<String>)> {
+    let set = &*JOB_OPTIONS;
+    let mut warnings = Vec::new();
+    let mut known = Vec::new();
+    for (k, v, pos) in sets {
+        match set.options.iter().find(|d| d.key == k) {
+            Some(d) => {
+                check_value(&d.kind, v).map_err(|m| anyhow!("{pos}: SET '{k}': {m}"))?;
+                // A later SET overrides an earlier one, as in the Flink SQL client.
+                known.retain(|(kk, _, _): &(String, String, Pos)| kk != k);
+                known.push((k.clone(), v.clone(), *pos));
+            }
+            None => {
+                let best = set
+                    .options
+                    .iter()
+                    .map(|d| d.key)
+                    .min_by_key(|c| strsim::levenshtein(c, k));
+                let hint = best
+                    .filter(|b| strsim::levenshtein(b, k) <= 3)
+                    .map(|b| format!("; did you mean '{b}'?"))
+                    .unwrap_or_default();
+                warnings.push(format!(
+                    "{pos}: SET '{k}' is not used by pulsar-connect and is ignored{hint}"
+                ));
+            }
+        }
+    }
+    let r = set
+        .validate("(job)", &known, &[])
+        .map_err(|e| anyhow!(e.to_string()))?;
+    let dur = |k: &str| r.get_duration(k).unwrap_or_default();
+    Ok((
+        JobSettings {
+            pipeline_name: r.get(PIPELINE_NAME).map(str::to_string),
+            checkpoint_interval: dur(CHECKPOINT_INTERVAL).max(Duration::from_millis(10)),
+            checkpoint_timeout: dur(CHECKPOINT_TIMEOUT).max(Duration::from_millis(100)),
+            checkpoint_dir: r
+                .get(CHECKPOINT_DIR)
+                .map(|d| PathBuf::from(d.strip_prefix("file://").unwrap_or(d))),
+            num_retained: r.get_i64(NUM_RETAINED).unwrap_or(3).max(1) as usize,
+            batch_size: r.get_i64(BATCH_SIZE).unwrap_or(4096).max(1) as usize,
+            batch_linger: dur(BATCH_LINGER),
+            drop_null_violations: r.get(NOT_NULL_ENFORCER) == Some("DROP"),
+            raw: r,
+        },
+        warnings,
+    ))
+}

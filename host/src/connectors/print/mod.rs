@@ -1,0 +1,135 @@
+//! `print`: writes every row to stdout (or stderr) in Flink's row format, `+I[1, foo, 2020-03-08T13:12:11.123]`,
+//! prefixed with `<print-identifier>> ` when an identifier is set.
+//!
+//! Output goes through a buffer that is flushed at every checkpoint and at the end, so with stdout redirected to
+//! a file the rows covered by a checkpoint are in the file: this is the recording sink of the crash test.
+
+mod format;
+
+use std::io::Write;
+use std::sync::LazyLock;
+
+use anyhow::{Context, Result};
+use arrow::record_batch::RecordBatch;
+use async_trait::async_trait;
+use rand::Rng;
+
+use crate::catalog::CatalogTable;
+use crate::connectors::{ConnectorFactory, Sink, Source};
+use crate::options::{OptionDecl, OptionSet};
+
+pub use format::{format_row, format_value};
+
+static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
+    OptionSet::new(
+        "connector 'print'",
+        "Sink only. Prints rows in Flink's format: `+I[v1, v2, ...]`.",
+        vec![
+            OptionDecl::string("print-identifier", "Prefix of every printed line (`<identifier>> +I[...]`)."),
+            OptionDecl::boolean("standard-error", "Print to standard error instead of standard output.").default("false"),
+            OptionDecl::double("print-sample-ratio", 0.0, 1.0, "Fraction of rows printed (sampled at random); `1` prints every row. Used by the vendor's example job.").default("1"),
+            OptionDecl::int("sink.parallelism", 1, 1, "Accepted for compatibility with Flink; pulsar-connect runs one writer per INSERT."),
+        ],
+        vec![],
+    )
+});
+
+pub struct PrintFactory;
+
+impl PrintFactory {
+    pub fn new() -> Self {
+        PrintFactory
+    }
+}
+
+impl Default for PrintFactory {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ConnectorFactory for PrintFactory {
+    fn name(&self) -> &'static str {
+        "print"
+    }
+    fn options(&self) -> &OptionSet {
+        &OPTIONS
+    }
+    fn supports_source(&self) -> bool {
+        false
+    }
+    fn supports_sink(&self) -> bool {
+        true
+    }
+    fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
+        anyhow::bail!(
+            "table '{}': connector 'print' can only be written to (it is a sink)",
+            table.name()
+        )
+    }
+    fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
+        let o = &table.options;
+        Ok(Box::new(PrintSink {
+            prefix: o
+                .get("print-identifier")
+                .map(|p| format!("{p}> "))
+                .unwrap_or_default(),
+            stderr: o.get_bool("standard-error").unwrap_or(false),
+            ratio: o.get_f64("print-sample-ratio").unwrap_or(1.0),
+            buf: Vec::with_capacity(64 * 1024),
+        }))
+    }
+}
+
+pub struct PrintSink {
+    prefix: String,
+    stderr: bool,
+    ratio: f64,
+    buf: Vec<u8>,
+}
+
+impl PrintSink {
+    fn drain(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let res = if self.stderr {
+            let mut e = std::io::stderr().lock();
+            e.write_all(&self.buf).and_then(|_| e.flush())
+        } else {
+            let mut o = std::io::stdout().lock();
+            o.write_all(&self.buf).and_then(|_| o.flush())
+        };
+        self.buf.clear();
+        res.context("print: writing to the output failed")
+    }
+}
+
+#[async_trait]
+impl Sink for PrintSink {
+    async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        let mut rng = rand::rng();
+        for row in 0..batch.num_rows() {
+            if self.ratio < 1.0 && rng.random::<f64>() >= self.ratio {
+                continue;
+            }
+            self.buf.extend_from_slice(self.prefix.as_bytes());
+            self.buf
+                .extend_from_slice(format_row(&batch, row).as_bytes());
+            self.buf.push(b'\n');
+        }
+        if self.buf.len() >= 64 * 1024 {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self, _id: u64) -> Result<serde_json::Value> {
+        self.drain()?;
+        Ok(serde_json::Value::Null)
+    }
+
+    async fn close(&mut self) -> Result<()> {
+        self.drain()
+    }
+}

@@ -1,0 +1,182 @@
+//! A job file end to end: parse → catalog → plans, and the job's identity.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::{self, Catalog};
+use crate::connectors::Registry;
+use crate::planner::{self, PipelinePlan};
+use crate::sql::{self, Statement};
+
+/// A job that parsed, resolved and planned.
+pub struct Job {
+    pub statements: Vec<Statement>,
+    pub catalog: Catalog,
+    pub plans: Vec<PipelinePlan>,
+    pub job_id: String,
+}
+
+/// Why a job cannot run: every problem found, each naming a position, a table or an option.
+#[derive(Debug)]
+pub struct JobErrors(pub Vec<String>);
+
+impl std::fmt::Display for JobErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for JobErrors {}
+
+/// The job identity (state directory name): `pipeline.name` (characters outside `[A-Za-z0-9._-]` replaced by
+/// `_`), else `job-` + 12 hex digits of the SHA-256 of the job's tokens (comments and whitespace ignored).
+pub fn job_id(text: &str, pipeline_name: Option<&str>) -> String {
+    if let Some(name) = pipeline_name.filter(|n| !n.trim().is_empty()) {
+        let id: String = name
+            .trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if id != "." && id != ".." {
+            return id;
+        }
+    }
+    let dialect = GenericDialect {};
+    let normalized = match Tokenizer::new(&dialect, text).tokenize() {
+        Ok(tokens) => tokens
+            .iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        Err(_) => text.to_string(),
+    };
+    format!(
+        "job-{}",
+        &hex::encode(Sha256::digest(normalized.as_bytes()))[..12]
+    )
+}
+
+/// Parses, resolves and plans a job. All errors are collected.
+pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors> {
+    let statements = sql::parse_script(text).map_err(|e| JobErrors(vec![e.to_string()]))?;
+    let catalog = catalog::build(&statements, registry)
+        .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
+    let inserts = sql::inserts(&statements);
+    if inserts.is_empty() {
+        return Err(JobErrors(vec![
+            "the job has no INSERT statement: nothing to run".into(),
+        ]));
+    }
+    let plans = planner::plan_job(&catalog, &inserts)
+        .await
+        .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
+    let job_id = job_id(text, catalog.settings.pipeline_name.as_deref());
+    Ok(Job {
+        statements,
+        catalog,
+        plans,
+        job_id,
+    })
+}
+
+pub async fn load(path: &Path, registry: &Registry) -> Result<Job, JobErrors> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| JobErrors(vec![format!("cannot read {}: {e}", path.display())]))?;
+    load_text(&text, registry).await
+}
+
+/// The `validate` printout: tables (secrets redacted), settings, pipelines.
+pub fn describe(job: &Job) -> String {
+    let mut s = format!("job id: {}\n", job.job_id);
+    let st = &job.catalog.settings;
+    writeln!(
+        s,
+        "checkpoints: every {}, timeout {}, keep {}, state dir {}",
+        crate::options::duration::format(st.checkpoint_interval),
+        crate::options::duration::format(st.checkpoint_timeout),
+        st.num_retained,
+        st.checkpoint_dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|| "(none: --state-dir)".into())
+    )
+    .ok();
+    for (k, v) in st.raw.display_pairs() {
+        writeln!(s, "set {k} = '{v}'").ok();
+    }
+    for name in &job.catalog.order {
+        s.push_str(&catalog::describe_table(&job.catalog.tables[name]));
+    }
+    for p in &job.plans {
+        s.push_str(&p.explain);
+    }
+    for w in &job.catalog.warnings {
+        writeln!(s, "warning: {w}").ok();
+    }
+    s
+}
+
+/// `docs/options.md`: the job settings and every registered connector's options.
+pub fn options_markdown(registry: &Registry) -> String {
+    let mut sets = vec![&*catalog::settings::JOB_OPTIONS];
+    for f in registry.factories() {
+        sets.push(f.options());
+    }
+    let mut md = crate::options::render_markdown(
+        "Options",
+        "Generated from the option declarations by `pulsar-connect docs options > docs/options.md`; a test fails when \
+         this file is stale. Option values are strings in `WITH ('key' = 'value')`. Unknown options are errors (with \
+         the nearest valid name suggested). Secrets (declared secret, or any key containing `auth-params`, `token`, \
+         `password`, `secret`, `credential`) are shown as `******` by `validate` and in logs.",
+        &sets,
+    );
+    for f in registry.factories() {
+        if !f.metadata().is_empty() {
+            writeln!(md, "\n### Metadata columns of connector '{}'\n\n| key | type | read | write | description |\n|---|---|---|---|---|", f.name()).ok();
+            for m in f.metadata() {
+                writeln!(
+                    md,
+                    "| `{}` | {} | {} | {} | {} |",
+                    m.key,
+                    m.flink_type,
+                    if m.readable { "yes" } else { "no" },
+                    if m.writable { "yes" } else { "no" },
+                    m.doc
+                )
+                .ok();
+            }
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity() {
+        assert_eq!(job_id("x", Some("my job/1")), "my_job_1");
+        let a = job_id("INSERT INTO a SELECT * FROM b; -- c", None);
+        assert_eq!(a, job_id("INSERT  INTO a\nSELECT * FROM b;", None));
+        assert_ne!(a, job_id("INSERT INTO a SELECT * FROM c;", None));
+        assert!(a.starts_with("job-") && a.len() == 16);
+    }
+}

@@ -1,0 +1,159 @@
+//! Prometheus metrics and the tiny HTTP endpoint that serves them (`--metrics-addr`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use prometheus::core::Collector;
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// All metrics of a job. Names are prefixed `pulsar_connect_`.
+pub struct Metrics {
+    pub registry: Registry,
+    pub rows_in: IntCounterVec,
+    pub bytes_in: IntCounterVec,
+    pub rows_out: IntCounterVec,
+    pub bytes_out: IntCounterVec,
+    pub errors: IntCounterVec,
+    pub skipped: IntCounterVec,
+    pub checkpoints: IntCounter,
+    pub checkpoint_failures: IntCounter,
+    pub checkpoint_duration: Histogram,
+    pub last_checkpoint_id: IntGauge,
+}
+
+impl Metrics {
+    pub fn new() -> Result<Arc<Self>> {
+        let registry = Registry::new_custom(Some("pulsar_connect".into()), None)?;
+        let vec = |name: &str, help: &str| -> Result<IntCounterVec> {
+            let c = IntCounterVec::new(Opts::new(name, help), &["table"])?;
+            registry.register(Box::new(c.clone()))?;
+            Ok(c)
+        };
+        let rows_in = vec("rows_in_total", "Rows read from a source table")?;
+        let bytes_in = vec(
+            "bytes_in_total",
+            "Arrow in-memory bytes of the batches read from a source table",
+        )?;
+        let rows_out = vec("rows_out_total", "Rows written to a sink table")?;
+        let bytes_out = vec(
+            "bytes_out_total",
+            "Arrow in-memory bytes of the batches written to a sink table",
+        )?;
+        let errors = vec(
+            "errors_total",
+            "Errors per table (a source or sink failure, a failed row conversion)",
+        )?;
+        let skipped = vec(
+            "skipped_rows_total",
+            "Rows dropped per sink table (NOT NULL enforcer in DROP mode)",
+        )?;
+        let checkpoints = IntCounter::new("checkpoints_total", "Completed checkpoints")?;
+        let checkpoint_failures = IntCounter::new(
+            "checkpoint_failures_total",
+            "Failed or timed-out checkpoints",
+        )?;
+        let checkpoint_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "checkpoint_duration_seconds",
+                "Time from trigger to durable checkpoint",
+            )
+            .buckets(vec![
+                0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0,
+            ]),
+        )?;
+        let last_checkpoint_id =
+            IntGauge::new("last_checkpoint_id", "Id of the last completed checkpoint")?;
+        registry.register(Box::new(checkpoints.clone()))?;
+        registry.register(Box::new(checkpoint_failures.clone()))?;
+        registry.register(Box::new(checkpoint_duration.clone()))?;
+        registry.register(Box::new(last_checkpoint_id.clone()))?;
+        Ok(Arc::new(Metrics {
+            registry,
+            rows_in,
+            bytes_in,
+            rows_out,
+            bytes_out,
+            errors,
+            skipped,
+            checkpoints,
+            checkpoint_failures,
+            checkpoint_duration,
+            last_checkpoint_id,
+        }))
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    pub fn total(c: &IntCounterVec) -> u64 {
+        c.collect()
+            .iter()
+            .flat_map(|mf| {
+                mf.get_metric()
+                    .iter()
+                    .map(|m| m.get_counter().get_value() as u64)
+            })
+            .sum()
+    }
+}
+
+/// Serves `GET /metrics` on `addr` until the process ends. Returns the bound address (port 0 picks one).
+pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics endpoint to {addr}"))?;
+    let local = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                continue;
+            };
+            let metrics = metrics.clone();
+            tokio::spawn(async move {
+                let mut req = Vec::with_capacity(1024);
+                let mut buf = [0u8; 1024];
+                // Read the request head (bounded).
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+                    match tokio::time::timeout(
+                        std::time::Duration::from_secs(5),
+                        sock.read(&mut buf),
+                    )
+                    .await
+                    {
+                        Ok(Ok(n)) if n > 0 => req.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+                let head = String::from_utf8_lossy(&req);
+                let path = head.split_whitespace().nth(1).unwrap_or("/");
+                let (status, ctype, body) =
+                    if head.starts_with("GET ") && (path == "/metrics" || path == "/") {
+                        ("200 OK", "text/plain; version=0.0.4", metrics.render())
+                    } else {
+                        (
+                            "404 Not Found",
+                            "text/plain",
+                            "not found; metrics are at /metrics\n".to_string(),
+                        )
+                    };
+                let resp = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    Ok(local)
+}

@@ -1,0 +1,46 @@
+//! One-line live progress on a terminal (stderr): rates, totals, last checkpoint. Nothing when not a terminal.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Metrics;
+
+pub fn spawn(metrics: Arc<Metrics>) -> Option<tokio::task::JoinHandle<()>> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        let start = Instant::now();
+        let (mut last_in, mut last_out, mut last_t) = (0u64, 0u64, Instant::now());
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let (rin, rout) = (
+                Metrics::total(&metrics.rows_in),
+                Metrics::total(&metrics.rows_out),
+            );
+            let dt = last_t.elapsed().as_secs_f64().max(1e-3);
+            let line = format!(
+                "\r\x1b[2K{:>5}s  in {} ({:.0}/s)  out {} ({:.0}/s)  checkpoints {} (last #{})",
+                start.elapsed().as_secs(),
+                rin,
+                (rin - last_in) as f64 / dt,
+                rout,
+                (rout - last_out) as f64 / dt,
+                metrics.checkpoints.get(),
+                metrics.last_checkpoint_id.get()
+            );
+            (last_in, last_out, last_t) = (rin, rout, Instant::now());
+            let mut e = std::io::stderr().lock();
+            let _ = e.write_all(line.as_bytes());
+            let _ = e.flush();
+        }
+    }))
+}
+
+pub fn clear() {
+    if std::io::stderr().is_terminal() {
+        let _ = std::io::stderr().write_all(b"\r\x1b[2K");
+    }
+}

@@ -1,0 +1,195 @@
+//! Shared helpers of the runner tests: a test connector (declared like the Pulsar connector will be: required
+//! options, mutual exclusion, metadata columns, secrets) and a collecting sink.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use anyhow::Result;
+use arrow::record_batch::RecordBatch;
+use async_trait::async_trait;
+use pulsar_connect::catalog::CatalogTable;
+use pulsar_connect::connectors::{ConnectorFactory, MetadataDecl, Registry, Sink, Source};
+use pulsar_connect::options::{OptionDecl, OptionSet, Rule};
+
+static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
+    OptionSet::new(
+        "connector 'fake-pulsar'",
+        "test connector",
+        vec![
+            OptionDecl::string("service-url", "broker URL").required(),
+            OptionDecl::string("topic", "topic"),
+            OptionDecl::string("topic-pattern", "pattern"),
+            OptionDecl::enumeration(
+                "scan.startup.mode",
+                &[
+                    "earliest",
+                    "latest",
+                    "external-subscription",
+                    "specific-offsets",
+                ],
+                "start",
+            )
+            .default("latest"),
+            OptionDecl::string("scan.startup.sub-name", "subscription"),
+            OptionDecl::int(
+                "partition.discovery.interval-millis",
+                -1,
+                i64::MAX,
+                "discovery",
+            )
+            .aliases(&["discovery topic interval"]),
+            OptionDecl::string("auth-params", "credentials").secret(),
+            OptionDecl::string("properties.*", "client settings"),
+        ],
+        vec![
+            Rule::MutuallyExclusive("topic", "topic-pattern"),
+            Rule::RequiredWhen {
+                option: "scan.startup.mode",
+                equals: "external-subscription",
+                requires: "scan.startup.sub-name",
+            },
+        ],
+    )
+});
+
+static METADATA: &[MetadataDecl] = &[
+    MetadataDecl {
+        key: "topic",
+        flink_type: "STRING NOT NULL",
+        readable: true,
+        writable: false,
+        doc: "topic",
+    },
+    MetadataDecl {
+        key: "eventTime",
+        flink_type: "TIMESTAMP_LTZ(3)",
+        readable: true,
+        writable: true,
+        doc: "event time",
+    },
+];
+
+/// Rows written to `collect` tables, formatted as Flink rows, per table.
+pub type Collected = Arc<Mutex<Vec<(String, String)>>>;
+
+/// `fake-pulsar` (validation only) and `collect` (a sink that keeps rows in memory).
+pub struct FakePulsar;
+
+impl ConnectorFactory for FakePulsar {
+    fn name(&self) -> &'static str {
+        "fake-pulsar"
+    }
+    fn options(&self) -> &OptionSet {
+        &OPTIONS
+    }
+    fn metadata(&self) -> &[MetadataDecl] {
+        METADATA
+    }
+    fn supports_source(&self) -> bool {
+        true
+    }
+    fn supports_sink(&self) -> bool {
+        true
+    }
+    fn create_source(&self, _t: &CatalogTable) -> Result<Box<dyn Source>> {
+        anyhow::bail!("fake")
+    }
+    fn create_sink(&self, _t: &CatalogTable) -> Result<Box<dyn Sink>> {
+        anyhow::bail!("fake")
+    }
+}
+
+static COLLECT_OPTIONS: LazyLock<OptionSet> =
+    LazyLock::new(|| OptionSet::new("connector 'collect'", "test sink", vec![], vec![]));
+
+pub struct CollectFactory(pub Collected);
+
+impl ConnectorFactory for CollectFactory {
+    fn name(&self) -> &'static str {
+        "collect"
+    }
+    fn options(&self) -> &OptionSet {
+        &COLLECT_OPTIONS
+    }
+    fn supports_source(&self) -> bool {
+        false
+    }
+    fn supports_sink(&self) -> bool {
+        true
+    }
+    fn create_source(&self, _t: &CatalogTable) -> Result<Box<dyn Source>> {
+        anyhow::bail!("sink only")
+    }
+    fn create_sink(&self, t: &CatalogTable) -> Result<Box<dyn Sink>> {
+        Ok(Box::new(CollectSink {
+            table: t.name().to_string(),
+            out: self.0.clone(),
+        }))
+    }
+}
+
+struct CollectSink {
+    table: String,
+    out: Collected,
+}
+
+#[async_trait]
+impl Sink for CollectSink {
+    async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        let mut out = self.out.lock().unwrap();
+        for r in 0..batch.num_rows() {
+            out.push((
+                self.table.clone(),
+                pulsar_connect::connectors::print::format_row(&batch, r),
+            ));
+        }
+        Ok(())
+    }
+    async fn flush(&mut self, _id: u64) -> Result<serde_json::Value> {
+        Ok(serde_json::Value::Null)
+    }
+    async fn close(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The built-in registry plus the test connectors.
+pub fn registry() -> (Registry, Collected) {
+    let collected: Collected = Arc::default();
+    let mut r = Registry::builtin();
+    r.register(Arc::new(FakePulsar));
+    r.register(Arc::new(CollectFactory(collected.clone())));
+    (r, collected)
+}
+
+/// Errors of a job that must not load.
+pub async fn errors(sql: &str) -> Vec<String> {
+    let (r, _) = registry();
+    match pulsar_connect::job::load_text(sql, &r).await {
+        Ok(_) => panic!("the job was accepted:\n{sql}"),
+        Err(e) => e.0,
+    }
+}
+
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The release binary: `PULSAR_CONNECT_BIN`, else `<workspace>/target/release/pulsar-connect`
+/// (build it first: `cargo build --release -p pulsar-connect`).
+pub fn binary() -> PathBuf {
+    let p = std::env::var_os("PULSAR_CONNECT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/release/pulsar-connect"));
+    assert!(
+        p.exists(),
+        "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
+        p.display()
+    );
+    p
+}
