@@ -32,6 +32,13 @@ const BASE: &[(&str, &str)] = &[
     ("dbStorage_rocksDB_blockCacheSize", "16777216"),
     ("managedLedgerCacheSizeMB", "64"),
     ("brokerShutdownTimeoutMs", "5000"),
+    // The bookie turns read-only when its disk is 95 % full (BookKeeper's default), after which every
+    // ledger creation fails with "Not enough non-faulty bookies" and the health check never passes. Build
+    // machines with big shared caches sit above that; a throwaway test broker should keep writing until
+    // the disk is really full.
+    ("diskUsageThreshold", "0.999"),
+    ("diskUsageWarnThreshold", "0.998"),
+    ("diskUsageLwmThreshold", "0.997"),
 ];
 
 /// `standalone.conf` for the given ports; `token` adds token authentication and authorization with
@@ -69,7 +76,7 @@ pub fn standalone_conf(ports: &Ports, token: Option<(&Path, &Path)>) -> String {
 pub const LOG4J2_XML: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <Configuration status="warn">
   <Appenders>
-    <File name="file" fileName="${sys:pulsar.log.file}">
+    <File name="file" fileName="${sys:pulsar.log.file}" append="false">
       <PatternLayout pattern="%d{ISO8601} %-5p [%t] %c{1} - %m%n"/>
     </File>
   </Appenders>

@@ -235,16 +235,20 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
                 log_file.display()
             );
         }
-        if ready(&info.admin_url, admin_token.as_deref()) {
-            break;
-        }
+        let waiting_for = match ready(&info.admin_url, admin_token.as_deref()) {
+            Ok(()) => break,
+            Err(stage) => stage,
+        };
         if Instant::now() > deadline {
+            // Read the log before stopping: the shutdown buries the cause under its own lines.
+            let errors = first_errors(&log_file, 12);
+            let last = tail(&log_file, 15);
             stop_pid(pid, Duration::from_secs(10));
             bail!(
-                "the broker was not healthy after {:?}; last lines of {}:\n{}",
+                "the broker was not ready after {:?}: still waiting for {waiting_for}\n\
+                 first errors in {}:\n{errors}\nlast lines before stopping it:\n{last}",
                 opts.timeout,
                 log_file.display(),
-                tail(&log_file, 30)
             );
         }
         std::thread::sleep(Duration::from_millis(500));
@@ -357,14 +361,16 @@ fn health(admin_url: &str, token: Option<&str>) -> Result<()> {
     }
 }
 
-/// Healthy, `public/default` created, and the transaction coordinator's assignment topic in place.
-fn ready(admin_url: &str, token: Option<&str>) -> bool {
-    if health(admin_url, token).is_err() {
-        return false;
+/// Healthy, `public/default` created, and the transaction coordinator's assignment topic in place;
+/// otherwise which of these it is still waiting for and the last answer.
+fn ready(admin_url: &str, token: Option<&str>) -> Result<(), String> {
+    if let Err(e) = health(admin_url, token) {
+        let e = format!("{e:#}");
+        return Err(format!("the admin health check ({})", first_line(&e)));
     }
     let ns = http::get(&format!("{admin_url}/admin/v2/namespaces/public"), token);
-    if !matches!(ns, Ok(r) if r.is_success() && r.body.contains("public/default")) {
-        return false;
+    if !matches!(&ns, Ok(r) if r.is_success() && r.body.contains("public/default")) {
+        return Err("the namespace public/default".to_owned());
     }
     let tc = http::get(
         &format!(
@@ -372,7 +378,33 @@ fn ready(admin_url: &str, token: Option<&str>) -> bool {
         ),
         token,
     );
-    matches!(tc, Ok(r) if r.is_success() && r.body.contains("\"partitions\":1"))
+    if matches!(&tc, Ok(r) if r.is_success() && r.body.contains("\"partitions\":1")) {
+        Ok(())
+    } else {
+        Err("the transaction coordinator's assignment topic".to_owned())
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    let line = s.lines().next().unwrap_or_default();
+    &line[..line.floor_char_boundary(200)]
+}
+
+/// The first `n` ERROR lines of a broker log, deduplicated by message (stack traces left out).
+fn first_errors(path: &Path, n: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" ERROR "))
+        .filter(|l| seen.insert(l.split_once(" - ").map_or(*l, |(_, msg)| msg)))
+        .take(n)
+        .collect();
+    if lines.is_empty() {
+        "(none)".to_owned()
+    } else {
+        lines.join("\n")
+    }
 }
 
 fn free_port() -> Result<u16> {
