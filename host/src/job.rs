@@ -78,6 +78,20 @@ pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors
     let statements = sql::parse_script(text).map_err(|e| JobErrors(vec![e.to_string()]))?;
     let catalog = catalog::build(&statements, registry)
         .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
+    let setting_errors: Vec<String> = catalog
+        .order
+        .iter()
+        .filter_map(|name| {
+            let t = &catalog.tables[name];
+            t.factory
+                .validate_settings(t, &catalog.settings)
+                .err()
+                .map(|e| format!("{}: table '{}': {e:#}", t.def.pos, t.name()))
+        })
+        .collect();
+    if !setting_errors.is_empty() {
+        return Err(JobErrors(setting_errors));
+    }
     let inserts = sql::inserts(&statements);
     if inserts.is_empty() {
         return Err(JobErrors(vec![

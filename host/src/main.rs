@@ -17,6 +17,9 @@ const EXIT_FORCED: u8 = 130;
 #[derive(Debug, Parser)]
 #[command(name = "pulsar-connect", version, about, long_about = None, after_help = "Exit codes: 0 success, 1 the job failed while running, 2 invalid job or command line, 130 stopped by a second signal.")]
 struct Cli {
+    /// Plugin directory (formats and routers); default ./plugins.
+    #[arg(long, global = true, env = "PULSAR_CONNECT_PLUGIN_DIR")]
+    plugin_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -75,6 +78,9 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
+    if let Some(dir) = &cli.plugin_dir {
+        pulsar_connect::plugins::catalog::set_plugin_dir(dir.clone());
+    }
     let registry = Registry::builtin();
     match cli.command {
         Command::Version => {

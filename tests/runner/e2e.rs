@@ -102,16 +102,46 @@ fn validate_prints_the_plan_and_exit_codes() {
             && text.contains("OK: 2 table(s), 1 INSERT(s)"),
         "{text}"
     );
-    let bad = Command::new(common::binary())
+    let seed = Command::new(common::binary())
+        .arg("--plugin-dir")
+        .arg(root.join("plugins"))
         .arg("validate")
         .arg(root.join("examples/vendor-seed.sql"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&seed.stdout);
+    let err = String::from_utf8_lossy(&seed.stderr);
+    assert!(seed.status.success(), "{out}{err}");
+    assert!(
+        out.contains("table pulsar_table (connector 'pulsar'") && out.contains("auth-params = '******'"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("topic token") && !err.contains("topic token"),
+        "secrets must not be printed: {out}{err}"
+    );
+    // A format that is not in the plugin directory is named with what is available.
+    let bad_job = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        bad_job.path(),
+        std::fs::read_to_string(root.join("examples/vendor-seed.sql"))
+            .unwrap()
+            .replace("'format' = 'json'", "'format' = 'jsn'"),
+    )
+    .unwrap();
+    let bad = Command::new(common::binary())
+        .arg("--plugin-dir")
+        .arg(root.join("plugins"))
+        .arg("validate")
+        .arg(bad_job.path())
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(
         err.contains("table 'pulsar_table'")
-            && err.contains("connector 'pulsar' is not available yet"),
+            && err.contains("option 'format'")
+            && err.contains("'jsn' not found"),
         "{err}"
     );
     assert!(

@@ -162,25 +162,14 @@ fn inlong_statements_parse_verbatim_without_semicolons() {
 }
 
 #[tokio::test]
-async fn seed_examples_fail_only_for_the_missing_pulsar_connector() {
+async fn seed_examples_load_with_the_pulsar_connector() {
+    // Needs the built-in formats in <workspace>/plugins (`cargo xtask build-plugins`).
     let root = common::workspace();
-    for (file, tables) in [
-        ("examples/vendor-seed.sql", vec!["pulsar_table"]),
-        ("examples/inlong-seed.sql", vec!["pulsar"]),
-    ] {
+    for file in ["examples/vendor-seed.sql", "examples/inlong-seed.sql"] {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         let (r, _) = common::registry();
-        let errors = pulsar_connect::job::load_text(&text, &r)
-            .await
-            .err()
-            .expect("must fail without the pulsar connector")
-            .0;
-        assert_eq!(errors.len(), tables.len(), "{file}: {errors:#?}");
-        for (e, t) in errors.iter().zip(&tables) {
-            assert!(
-                e.contains("is not available yet") && e.contains(&format!("table '{t}'")),
-                "{file}: {e}"
-            );
+        if let Err(errors) = pulsar_connect::job::load_text(&text, &r).await {
+            panic!("{file}: {errors}");
         }
     }
 }

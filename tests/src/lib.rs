@@ -5,6 +5,7 @@
 //! saying how to start one; it never passes silently.
 
 pub mod guests;
+pub mod jobs;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -8,6 +8,7 @@ use xtask::broker::{self, BrokerInfo, Profile, StartOptions};
 use xtask::{paths, python};
 
 mod build_plugins;
+mod demo;
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "pulsar-connect project tasks")]
@@ -27,7 +28,7 @@ enum Task {
     Venv,
     /// Run the whole test suite: venv, broker (started and stopped if none is up), `cargo test`.
     Test(TestArgs),
-    /// Run the demo end to end against a local real Pulsar (started if none is given).
+    /// Run the vendor seed job end to end against a local real Pulsar (started, with token auth, if none is given).
     Demo,
     /// Build the guest crates (guest-formats/*, guest-routers/*) and install them as plugins.
     BuildPlugins(build_plugins::Args),
@@ -97,7 +98,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Task::Test(args) => test(args),
-        Task::Demo => demo(),
+        Task::Demo => demo::run(cargo),
         Task::BuildPlugins(args) => {
             build_plugins::run(args)?;
             Ok(ExitCode::SUCCESS)
@@ -212,33 +213,3 @@ fn test(args: TestArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn demo() -> Result<ExitCode> {
-    ensure_broker()?;
-    let service_url = match std::env::var("PULSAR_SERVICE_URL") {
-        Ok(url) => url,
-        Err(_) => {
-            BrokerInfo::load(Profile::Default)
-                .context("no broker.json after start")?
-                .service_url
-        }
-    };
-    let status = cargo()
-        .current_dir(paths::workspace_root())
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "pulsar-connect",
-            "--example",
-            "pulsar_roundtrip",
-            "--",
-        ])
-        .arg(&service_url)
-        .status()
-        .context("running the demo")?;
-    if !status.success() {
-        bail!("the demo failed ({status})");
-    }
-    Ok(ExitCode::SUCCESS)
-}

@@ -188,18 +188,23 @@ fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
             registry.unknown_message(connector)
         ));
     };
-    let raw: Vec<_> = t
+    // Options of plugins (formats) are checked by the connector against the plugin's manifest.
+    let plugin_prefixes = factory.plugin_option_prefixes(&t.options);
+    let (plugin_raw, raw): (Vec<_>, Vec<_>) = t
         .options
         .iter()
         .filter(|(k, _, _)| k != "connector")
         .cloned()
-        .collect();
+        .partition(|(k, _, _)| plugin_prefixes.iter().any(|p| k.starts_with(p.as_str())));
     let fields: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
     let mut options = factory
         .options()
         .validate(&t.name, &raw, &fields)
         .map_err(option_error)?;
     options.insert("connector", connector);
+    for (k, v, _) in &plugin_raw {
+        options.insert(k, v);
+    }
     // Metadata columns must name keys the connector exposes.
     for c in &t.columns {
         if let ColumnKind::Metadata { key, .. } = &c.kind {

@@ -11,6 +11,7 @@
 pub mod blackhole;
 pub mod datagen;
 pub mod print;
+pub mod pulsar;
 pub mod values;
 
 use std::collections::BTreeMap;
@@ -51,6 +52,14 @@ pub trait Source: Send {
     /// The position after the last row returned by [`Source::poll_batch`], serialisable as JSON.
     fn snapshot(&mut self) -> Result<serde_json::Value>;
 
+    /// [`Source::snapshot`] for checkpoint `id` (a source that commits offsets on completion keeps it).
+    fn snapshot_for(&mut self, _id: u64) -> Result<serde_json::Value> {
+        self.snapshot()
+    }
+
+    /// Which job and INSERT this source serves (called once, before `restore`).
+    fn set_context(&mut self, _ctx: &PipelineContext) {}
+
     /// Checkpoint `id` is durable.
     async fn notify_checkpoint_complete(&mut self, _id: u64) -> Result<()> {
         Ok(())
@@ -74,6 +83,9 @@ pub trait Sink: Send {
         Ok(())
     }
 
+    /// Which job and INSERT this sink serves (called once, before `restore`).
+    fn set_context(&mut self, _ctx: &PipelineContext) {}
+
     async fn write(&mut self, batch: RecordBatch) -> Result<()>;
 
     /// Flush or pre-commit for checkpoint `id`; returns the sink's state for the checkpoint.
@@ -85,6 +97,15 @@ pub trait Sink: Send {
 
     /// End of input: flush and release resources.
     async fn close(&mut self) -> Result<()>;
+}
+
+/// Which job and INSERT a source or sink serves: connectors derive durable names (subscriptions,
+/// producer names, transaction owners) from it, so a restarted job finds what the last run left.
+#[derive(Debug, Clone)]
+pub struct PipelineContext {
+    pub job_id: String,
+    /// The INSERT's id within the job.
+    pub pipeline_id: String,
 }
 
 /// A metadata key a connector exposes (`col TYPE METADATA FROM 'key'`).
@@ -110,19 +131,27 @@ pub trait ConnectorFactory: Send + Sync {
     fn validate_table(&self, _table: &CatalogTable) -> Result<()> {
         Ok(())
     }
+    /// Prefixes of option keys that belong to plugins the table uses (format options such as `json.`),
+    /// given the raw `WITH` options; the catalog leaves them to [`ConnectorFactory::validate_table`].
+    fn plugin_option_prefixes(&self, _raw: &[(String, String, crate::sql::Pos)]) -> Vec<String> {
+        Vec::new()
+    }
+    /// Checks that need the job's settings too (e.g. a transaction timeout against the checkpoint interval).
+    fn validate_settings(
+        &self,
+        _table: &CatalogTable,
+        _settings: &crate::catalog::JobSettings,
+    ) -> Result<()> {
+        Ok(())
+    }
     fn supports_source(&self) -> bool;
     fn supports_sink(&self) -> bool;
     fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>>;
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>>;
 }
 
-/// Connectors that are part of the product but not in this build yet (the Pulsar connector, issues 6/7).
-pub const PLANNED: &[&str] = &[
-    "pulsar",
-    "upsert-pulsar",
-    "pulsar-inlong",
-    "upsert-pulsar-inlong",
-];
+/// Connectors that are part of the product but not in this build yet (the upsert variants).
+pub const PLANNED: &[&str] = &["upsert-pulsar", "upsert-pulsar-inlong"];
 
 /// The connectors of this process, by `'connector'` value.
 #[derive(Clone, Default)]
@@ -131,12 +160,28 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The built-in connectors: `print`, `datagen`, `blackhole`.
+    /// The built-in connectors: `print`, `datagen`, `blackhole`, `pulsar` (and `pulsar-inlong`).
     pub fn builtin() -> Self {
         let mut r = Registry::default();
         r.register(Arc::new(print::PrintFactory::new()));
         r.register(Arc::new(datagen::DatagenFactory::new()));
         r.register(Arc::new(blackhole::BlackholeFactory::new()));
+        r.register(Arc::new(pulsar::PulsarFactory::new("pulsar")));
+        r.register(Arc::new(pulsar::PulsarFactory::new("pulsar-inlong")));
+        r
+    }
+
+    /// The built-in connectors with the Pulsar connector reading plugins from `plugins`.
+    pub fn with_plugins(plugins: Arc<crate::plugins::catalog::PluginCatalog>) -> Self {
+        let mut r = Self::builtin();
+        r.register(Arc::new(pulsar::PulsarFactory::with_plugins(
+            "pulsar",
+            plugins.clone(),
+        )));
+        r.register(Arc::new(pulsar::PulsarFactory::with_plugins(
+            "pulsar-inlong",
+            plugins,
+        )));
         r
     }
 
@@ -160,7 +205,7 @@ impl Registry {
     pub fn unknown_message(&self, name: &str) -> String {
         if PLANNED.contains(&name) {
             format!(
-                "connector '{name}' is not available yet in this build of pulsar-connect (the Pulsar source and sink are being built); available connectors: {}",
+                "connector '{name}' is not available yet in this build of pulsar-connect (the upsert variants are being built); available connectors: {}",
                 self.names().join(", ")
             )
         } else {

@@ -565,6 +565,10 @@ impl ResolvedOptions {
             })
             .collect()
     }
+    /// Every (key, value), secrets included: for connectors, never for printing.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
     /// Inserts a value (used by the catalog for `connector`).
     pub fn insert(&mut self, key: &str, value: &str) {
         self.values.insert(key.to_string(), value.to_string());

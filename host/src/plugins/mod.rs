@@ -9,6 +9,7 @@
 
 pub mod bindings;
 pub mod cache;
+pub mod catalog;
 pub mod columns;
 pub mod directory;
 pub mod engine;

@@ -14,6 +14,31 @@ pub fn key(msg: &IncomingMessage) -> Option<&str> {
     }
 }
 
+/// The key as bytes: a key the producer set as bytes (`partition_key_b64_encoded`, what Java's
+/// `keyBytes(...)` does) is base64-decoded; a string key is its UTF-8 bytes.
+pub fn key_bytes(msg: &IncomingMessage) -> Option<std::borrow::Cow<'_, [u8]>> {
+    use base64::Engine as _;
+    let (key, b64) = match &msg.single_metadata {
+        Some(single) => (
+            single.partition_key.as_deref(),
+            single.partition_key_b64_encoded.unwrap_or(false),
+        ),
+        None => (
+            msg.metadata.partition_key.as_deref(),
+            msg.metadata.partition_key_b64_encoded.unwrap_or(false),
+        ),
+    };
+    let key = key?;
+    if b64 {
+        match base64::engine::general_purpose::STANDARD.decode(key) {
+            Ok(bytes) => Some(std::borrow::Cow::Owned(bytes)),
+            Err(_) => Some(std::borrow::Cow::Borrowed(key.as_bytes())),
+        }
+    } else {
+        Some(std::borrow::Cow::Borrowed(key.as_bytes()))
+    }
+}
+
 /// The message properties, in the order the producer set them.
 pub fn properties(msg: &IncomingMessage) -> impl Iterator<Item = (&str, &str)> {
     let props = match &msg.single_metadata {

@@ -161,6 +161,17 @@ impl TopicWriter {
     /// too many sends are in flight. A failed send is not an error here: it is reported by [`Self::flush`]
     /// (and [`Self::take_failures`]).
     pub async fn send(&mut self, partition: u32, message: OutgoingMessage) -> Result<()> {
+        self.send_keyed(partition, message, false).await
+    }
+
+    /// [`Self::send`]; `key_b64` marks the key as the base64 text of binary key bytes (Pulsar's
+    /// `partition_key_b64_encoded`, what Java's `keyBytes(...)` writes), so readers get the bytes back.
+    pub async fn send_keyed(
+        &mut self,
+        partition: u32,
+        message: OutgoingMessage,
+        key_b64: bool,
+    ) -> Result<()> {
         let idx = if self.partitioned {
             partition as usize
         } else {
@@ -178,7 +189,11 @@ impl TopicWriter {
         }
         let (target, producer) = &self.producers[idx];
         let kept = self.keep_failed.then(|| message.clone());
-        let fut = producer.send(message.into());
+        let mut proto: magnetar::proto::producer::OutgoingMessage = message.into();
+        if key_b64 && proto.metadata.partition_key.is_some() {
+            proto.metadata.partition_key_b64_encoded = Some(true);
+        }
+        let fut = producer.send(proto);
         let topic = target.to_string();
         self.in_flight.push(Box::pin(async move {
             fut.await.map_err(|e| SendFailure {
@@ -224,6 +239,29 @@ impl TopicWriter {
                 self.failures.len(),
                 self.topic
             );
+        }
+        Ok(())
+    }
+
+    /// Sends still waiting for the broker's receipt.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Whether a send failed since the failures were last taken.
+    pub fn has_failures(&self) -> bool {
+        !self.failures.is_empty()
+    }
+
+    /// Pushes every producer's pending batch out without waiting for receipts.
+    pub async fn flush_producers(&mut self) -> Result<()> {
+        for (t, p) in &self.producers {
+            p.flush()
+                .await
+                .with_context(|| format!("flushing the producer of {t}"))?;
+        }
+        while let Some(Some(r)) = futures::FutureExt::now_or_never(self.in_flight.next()) {
+            self.record(r);
         }
         Ok(())
     }

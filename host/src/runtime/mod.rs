@@ -151,6 +151,12 @@ pub async fn run(
             SourceSpec::Values(b) => (Box::new(ValuesSource::new(b.clone())), "VALUES".to_string()),
         };
         let mut sink = plan.sink.factory.create_sink(&plan.sink)?;
+        let ctx = crate::connectors::PipelineContext {
+            job_id: opts.job_id.clone(),
+            pipeline_id: plan.id.clone(),
+        };
+        source.set_context(&ctx);
+        sink.set_context(&ctx);
         if let Some(d) = &restored {
             match d.pipelines.get(&plan.id) {
                 Some(st) => {
@@ -433,7 +439,7 @@ async fn source_task(
                     deadline = None;
                     // After the final snapshot nothing more is read, so the final checkpoint covers every row.
                     exhausted |= is_final;
-                    let state = source.snapshot()?;
+                    let state = source.snapshot_for(id)?;
                     out.send(Msg::Barrier(id, state)).await.map_err(|_| anyhow!("the pipeline stopped"))?;
                 }
                 Some(SourceCmd::Complete(id)) => source.notify_checkpoint_complete(id).await?,

@@ -158,7 +158,10 @@ impl Sink for CollectSink {
 /// The built-in registry plus the test connectors.
 pub fn registry() -> (Registry, Collected) {
     let collected: Collected = Arc::default();
-    let mut r = Registry::builtin();
+    let plugins = Arc::new(pulsar_connect::plugins::catalog::PluginCatalog::new(
+        workspace().join("plugins"),
+    ));
+    let mut r = Registry::with_plugins(plugins);
     r.register(Arc::new(FakePulsar));
     r.register(Arc::new(CollectFactory(collected.clone())));
     (r, collected)

@@ -1,0 +1,196 @@
+//! Which columns of a table travel in the message key, which in the value and which are metadata
+//! (`key.fields`, `key.fields-prefix`, `value.fields-include`), with the reference's validation messages.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use arrow::datatypes::{Field, Schema, SchemaRef};
+
+use crate::catalog::CatalogTable;
+use crate::plugins::schema::SQL_TYPE_KEY;
+use crate::sql::{ColumnKind, FlinkType, TypeKind};
+
+/// Where a column of the source (or sink) schema comes from (or goes to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnSource {
+    /// Column `i` of the value format's rows.
+    Value(usize),
+    /// Column `i` of the key format's rows.
+    Key(usize),
+    /// A metadata key.
+    Metadata(String),
+}
+
+/// The table's split into key, value and metadata.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Schema of the value format's rows (physical columns in the value, table order).
+    pub value_schema: SchemaRef,
+    /// Schema of the key format's rows (key fields, prefix stripped, `key.fields` order); `None` without a key format.
+    pub key_schema: Option<SchemaRef>,
+    /// For each source column (physical + metadata, declaration order): where it comes from.
+    pub source: Vec<ColumnSource>,
+    /// For each sink column (physical + non-virtual metadata): where it goes.
+    pub sink: Vec<ColumnSource>,
+    /// Indices (into the sink columns) of the value columns, in value-schema order.
+    pub sink_value_columns: Vec<usize>,
+    /// Indices (into the sink columns) of the key columns, in key-schema order.
+    pub sink_key_columns: Vec<usize>,
+}
+
+/// Splits a list option on `;` and `,` (the reference uses `;`, the vendor's document `,`).
+pub fn split_list(value: &str) -> Vec<String> {
+    value
+        .split([';', ','])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// An Arrow field for a format plugin: the exact SQL type of top-level CHAR/VARCHAR/BINARY/TIME/TIMESTAMP
+/// columns goes along as field metadata (Arrow itself rounds precisions to a unit).
+pub fn plugin_field(name: &str, ty: &FlinkType) -> Field {
+    let field = ty.to_field(name);
+    let exact = match &ty.kind {
+        TypeKind::Char(_)
+        | TypeKind::Binary(_)
+        | TypeKind::Time(_)
+        | TypeKind::Timestamp(_)
+        | TypeKind::TimestampLtz(_) => true,
+        TypeKind::Varchar(n) | TypeKind::Varbinary(n) => *n != crate::sql::MAX_LENGTH,
+        _ => false,
+    };
+    if exact {
+        let text = FlinkType {
+            kind: ty.kind.clone(),
+            nullable: true,
+        }
+        .to_string();
+        field.with_metadata(HashMap::from([(SQL_TYPE_KEY.to_owned(), text)]))
+    } else {
+        field
+    }
+}
+
+impl Layout {
+    pub fn of(table: &CatalogTable) -> Result<Layout> {
+        let o = &table.options;
+        let physical: Vec<(&str, &FlinkType)> = table
+            .def
+            .columns
+            .iter()
+            .filter_map(|c| match &c.kind {
+                ColumnKind::Physical(ty) => Some((c.name.as_str(), ty)),
+                _ => None,
+            })
+            .collect();
+        let key_format = o.get("key.format");
+        let key_fields = o.get("key.fields").map(split_list).unwrap_or_default();
+        let prefix = o.get("key.fields-prefix").unwrap_or("");
+        let except_key = o.get("value.fields-include") == Some("EXCEPT_KEY");
+        match (key_format.is_some(), key_fields.is_empty()) {
+            (true, true) => bail!(
+                "option 'key.format': a key format 'key.format' requires the declaration of one or more key fields using 'key.fields'"
+            ),
+            (false, false) => bail!(
+                "option 'key.fields': the key fields are only used with a key format: set 'key.format' too"
+            ),
+            _ => {}
+        }
+        if !prefix.is_empty() && !except_key {
+            bail!(
+                "option 'key.fields-prefix': a key prefix is not allowed when option 'value.fields-include' is set to 'ALL'; set it to 'EXCEPT_KEY'"
+            );
+        }
+        let mut key_indices = Vec::new();
+        for k in &key_fields {
+            let Some(i) = physical.iter().position(|(n, _)| n == k) else {
+                let names: Vec<&str> = physical.iter().map(|(n, _)| *n).collect();
+                bail!(
+                    "option 'key.fields': '{k}' is not a physical column of the table (physical columns: {})",
+                    names.join(", ")
+                );
+            };
+            if !k.starts_with(prefix) {
+                bail!(
+                    "option 'key.fields': all fields in 'key.fields' must be prefixed with '{prefix}' when option 'key.fields-prefix' is set, but '{k}' is not"
+                );
+            }
+            if key_indices.contains(&i) {
+                bail!("option 'key.fields': '{k}' is listed twice");
+            }
+            key_indices.push(i);
+        }
+        let value_indices: Vec<usize> = (0..physical.len())
+            .filter(|i| !(except_key && key_indices.contains(i)))
+            .collect();
+        if value_indices.is_empty() {
+            bail!(
+                "option 'value.fields-include': the value has no column left (every physical column is a key field); use 'ALL'"
+            );
+        }
+        let value_schema = Arc::new(Schema::new(
+            value_indices
+                .iter()
+                .map(|&i| plugin_field(physical[i].0, physical[i].1))
+                .collect::<Vec<_>>(),
+        ));
+        let key_schema = key_format.map(|_| {
+            Arc::new(Schema::new(
+                key_indices
+                    .iter()
+                    .map(|&i| plugin_field(&physical[i].0[prefix.len()..], physical[i].1))
+                    .collect::<Vec<_>>(),
+            ))
+        });
+        let physical_source = |name: &str| -> ColumnSource {
+            let i = physical
+                .iter()
+                .position(|(n, _)| *n == name)
+                .expect("a physical column");
+            match value_indices.iter().position(|&v| v == i) {
+                Some(v) => ColumnSource::Value(v),
+                None => ColumnSource::Key(key_indices.iter().position(|&k| k == i).unwrap_or(0)),
+            }
+        };
+        let source = table
+            .source_columns()
+            .map(|c| match &c.kind {
+                ColumnKind::Physical(_) => physical_source(&c.name),
+                _ => ColumnSource::Metadata(
+                    table.metadata_key(c).unwrap_or(&c.name).to_owned(),
+                ),
+            })
+            .collect();
+        let sink_cols: Vec<_> = table.sink_columns().collect();
+        let sink = sink_cols
+            .iter()
+            .map(|c| match &c.kind {
+                ColumnKind::Physical(_) => physical_source(&c.name),
+                _ => ColumnSource::Metadata(
+                    table.metadata_key(c).unwrap_or(&c.name).to_owned(),
+                ),
+            })
+            .collect();
+        let sink_index =
+            |name: &str| sink_cols.iter().position(|c| c.name == name).unwrap_or(0);
+        let sink_value_columns = value_indices
+            .iter()
+            .map(|&i| sink_index(physical[i].0))
+            .collect();
+        let sink_key_columns = key_indices
+            .iter()
+            .map(|&i| sink_index(physical[i].0))
+            .collect();
+        Ok(Layout {
+            value_schema,
+            key_schema,
+            source,
+            sink,
+            sink_value_columns,
+            sink_key_columns,
+        })
+    }
+}

@@ -1,0 +1,448 @@
+//! The Pulsar connector's options, declared once.
+//!
+//! Two generations of the reference connector disagree on spellings (`flushoncheckpoint` in the vendor's
+//! document, `flush-on-checkpoint` in the code; `receiverQueueSize` vs `receiver-queue-size`) and accept the
+//! connector-level settings under `properties.`. Every connector-level setting here is therefore one
+//! [`Setting`]: accepted at the top level under any of its spellings *and* as `properties.<spelling>`, and
+//! looked up after normalisation (segments compared without `-`/`_` and case-insensitively), so camelCase keys
+//! work (the reference lower-cases them and then fails).
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use crate::options::{OptionDecl, OptionKind, OptionSet, ResolvedOptions, Rule, check_value};
+
+/// Connector-level settings accepted at the top level and under `properties.`.
+pub struct Setting {
+    pub key: &'static str,
+    pub aliases: &'static [&'static str],
+    pub kind: OptionKind,
+    pub default: Option<&'static str>,
+    pub doc: &'static str,
+    pub secret: bool,
+}
+
+const fn setting(
+    key: &'static str,
+    aliases: &'static [&'static str],
+    kind: OptionKind,
+    default: Option<&'static str>,
+    doc: &'static str,
+) -> Setting {
+    Setting {
+        key,
+        aliases,
+        kind,
+        default,
+        doc,
+        secret: false,
+    }
+}
+
+const INT_MS: OptionKind = OptionKind::Int {
+    min: -1,
+    max: i64::MAX,
+};
+const POSITIVE: OptionKind = OptionKind::Int {
+    min: 1,
+    max: i64::MAX,
+};
+const NON_NEGATIVE: OptionKind = OptionKind::Int {
+    min: 0,
+    max: i64::MAX,
+};
+
+pub const DISCOVERY: &str = "partition.discovery.interval-millis";
+pub const AUTH_PLUGIN: &str = "auth-plugin-classname";
+pub const AUTH_PARAMS: &str = "auth-params";
+pub const FLUSH_ON_CHECKPOINT: &str = "flush-on-checkpoint";
+pub const FAIL_ON_WRITE: &str = "fail-on-write";
+pub const POLL_TIMEOUT: &str = "poll-timeout-ms";
+pub const COMMIT_RETRIES: &str = "commit-max-retries";
+pub const FAIL_ON_DATA_LOSS: &str = "pulsar.reader.fail-on-data-loss";
+pub const EARLIEST_ON_DATA_LOSS: &str = "pulsar.reader.use-earliest-when-data-loss";
+pub const KEY_HASH_RANGE: &str = "enable-key-hash-range";
+pub const SUBSCRIPTION_PREFIX: &str = "pulsar.reader.subscription-role-prefix";
+pub const RECEIVER_QUEUE: &str = "pulsar.reader.receiver-queue-size";
+pub const SEND_TIMEOUT: &str = "send-timeout-ms";
+pub const SEND_DELAY: &str = "send-delay-millisecond";
+pub const BLOCK_IF_QUEUE_FULL: &str = "pulsar.producer.block-if-queue-full";
+pub const MAX_PENDING: &str = "pulsar.producer.max-pending-messages";
+pub const CLIENT_CACHE: &str = "client-cache-size";
+pub const TXN_TIMEOUT: &str = "transaction-timeout";
+pub const MAX_BLOCK_TIME: &str = "max-block-time-ms";
+pub const OPERATION_TIMEOUT: &str = "pulsar.client.operation-timeout-ms";
+
+pub static SETTINGS: &[Setting] = &[
+    setting(
+        DISCOVERY,
+        &["discovery topic interval", "partitiondiscoveryintervalmillis"],
+        INT_MS,
+        Some("-1"),
+        "Interval in ms at which new partitions and new topics matching `topic-pattern` are looked for; -1 disables. Discovered partitions and topics are read from the earliest message.",
+    ),
+    Setting {
+        secret: false,
+        ..setting(
+            AUTH_PLUGIN,
+            &["authPluginClassName"],
+            OptionKind::String,
+            None,
+            "Authentication: `org.apache.pulsar.client.impl.auth.AuthenticationToken` (or `token`). Other plugins are refused with a clear error.",
+        )
+    },
+    Setting {
+        secret: true,
+        ..setting(
+            AUTH_PARAMS,
+            &["authParams"],
+            OptionKind::String,
+            None,
+            "Authentication parameters: `token:<jwt>`, `file:///path/to/token`, or the bare token. Never printed.",
+        )
+    },
+    setting(
+        FLUSH_ON_CHECKPOINT,
+        &["flushoncheckpoint"],
+        OptionKind::Bool,
+        Some("true"),
+        "Sink: at every checkpoint wait until every sent message is acknowledged by the broker. `false` only flushes the producer (at-least-once still holds for acknowledged sends, not for sends in flight).",
+    ),
+    setting(
+        FAIL_ON_WRITE,
+        &["failonwrite"],
+        OptionKind::Bool,
+        Some("true"),
+        "Sink: a failed send fails the job. `false`: the row is logged, counted (`pulsar_connect_sink_dropped_total`) and written to `sink.dead-letter-topic` when set — never silently lost.",
+    ),
+    setting(
+        POLL_TIMEOUT,
+        &["polltimeoutms"],
+        POSITIVE,
+        Some("120000"),
+        "Source: accepted for compatibility. Reading never times out (an idle topic is fine); the value bounds one receive call.",
+    ),
+    setting(
+        COMMIT_RETRIES,
+        &["commitmaxretries"],
+        NON_NEGATIVE,
+        Some("3"),
+        "Source: extra attempts (1 s apart) to commit a completed checkpoint's position to the subscription. A final failure is logged and counted; it never fails the job (the checkpoint itself holds the position).",
+    ),
+    setting(
+        FAIL_ON_DATA_LOSS,
+        &["pulsar.reader.failOnDataLoss", "failondataloss"],
+        OptionKind::Bool,
+        Some("true"),
+        "Source: fail when the position to resume from is beyond the end of the topic (truncated, deleted or recreated topic).",
+    ),
+    setting(
+        EARLIEST_ON_DATA_LOSS,
+        &["pulsar.reader.useEarliestWhenDataLoss"],
+        OptionKind::Bool,
+        Some("false"),
+        "Source: with `fail-on-data-loss` false, resume from the earliest available message (logged).",
+    ),
+    setting(
+        KEY_HASH_RANGE,
+        &["enablekeyhashrange"],
+        OptionKind::Bool,
+        Some("false"),
+        "Source: accepted; pulsar-connect runs one reader per split and needs no key ranges, so `true` reads exactly what `false` reads (documented no-op).",
+    ),
+    setting(
+        SUBSCRIPTION_PREFIX,
+        &["pulsar.reader.subscriptionRolePrefix", "subscriptionroleprefix"],
+        OptionKind::String,
+        Some("pulsar-connect"),
+        "Source: prefix of the job's durable subscriptions (`<prefix>-<job id>-<table>`).",
+    ),
+    setting(
+        RECEIVER_QUEUE,
+        &["pulsar.reader.receiverQueueSize"],
+        POSITIVE,
+        Some("2000"),
+        "Source: messages prefetched per split.",
+    ),
+    setting(
+        SEND_TIMEOUT,
+        &["pulsar.producer.sendTimeoutMs", "pulsar.producer.send-timeout-ms"],
+        POSITIVE,
+        Some("30000"),
+        "Sink: a send not acknowledged within this many ms fails.",
+    ),
+    setting(
+        SEND_DELAY,
+        &["senddelaymillisecond"],
+        NON_NEGATIVE,
+        Some("0"),
+        "Sink: delayed delivery in ms (`deliverAfter`; effective for Shared subscribers only).",
+    ),
+    setting(
+        BLOCK_IF_QUEUE_FULL,
+        &["pulsar.producer.blockIfQueueFull"],
+        OptionKind::Bool,
+        Some("true"),
+        "Sink: accepted; the sink always applies backpressure when `max-pending-messages` sends are in flight (never a queue-full error).",
+    ),
+    setting(
+        MAX_PENDING,
+        &["pulsar.producer.maxPendingMessages"],
+        POSITIVE,
+        Some("10000"),
+        "Sink: sends in flight per partition before the sink waits for acknowledgements.",
+    ),
+    setting(
+        CLIENT_CACHE,
+        &["clientcachesize"],
+        POSITIVE,
+        Some("100"),
+        "Accepted for compatibility; no effect (one client per table).",
+    ),
+    setting(
+        TXN_TIMEOUT,
+        &["transactiontimeout"],
+        OptionKind::Duration,
+        Some("1h"),
+        "Sink, exactly-once: transaction timeout; must exceed the checkpoint interval plus the commit time.",
+    ),
+    setting(
+        MAX_BLOCK_TIME,
+        &["maxblocktimems"],
+        POSITIVE,
+        Some("100000"),
+        "Sink, exactly-once: how long a commit may wait for the coordinator, in ms.",
+    ),
+    setting(
+        OPERATION_TIMEOUT,
+        &["pulsar.client.operationTimeoutMs"],
+        POSITIVE,
+        Some("30000"),
+        "Deadline of one client operation (lookup, subscribe, create producer), in ms.",
+    ),
+];
+
+pub const STARTUP_MODES: &[&str] = &[
+    "earliest",
+    "latest",
+    "specific-offsets",
+    "external-subscription",
+    "timestamp",
+];
+
+fn top_level_decls() -> Vec<OptionDecl> {
+    let mut v = vec![
+        OptionDecl::string("service-url", "Pulsar service URL, `pulsar://host:6650` (or `pulsar+ssl://`).").required(),
+        OptionDecl::string(
+            "admin-url",
+            "Pulsar admin URL, `http://host:8080`. Optional: without it `specific-offsets`, `external-subscription` and `timestamp` still work over the binary protocol, and topic patterns are listed over the binary protocol.",
+        ),
+        OptionDecl::string(
+            "topic",
+            "Topic(s): one, or a list separated by `,` or `;`. Short names mean `persistent://public/default/<name>`. A sink writes to exactly one topic.",
+        )
+        .aliases(&["topics"]),
+        OptionDecl::string(
+            "topic-pattern",
+            "Source: regular expression over the full topic names of one namespace (`persistent://tenant/ns/orders-.*`).",
+        )
+        .aliases(&["topicspattern"]),
+        OptionDecl::enumeration("scan.startup.mode", STARTUP_MODES, "Source: where reading starts on a fresh start (a restore resumes after the last emitted message). `latest` = messages published after the job starts.").default("latest"),
+        OptionDecl::string(
+            "scan.startup.specific-offsets",
+            "Source, `specific-offsets`: `ledger:entry:partition[:batch]` entries separated by `;` (inclusive), optionally topic-qualified as `<topic>@ledger:entry:partition`. Partitions without an entry start at earliest.",
+        ),
+        OptionDecl::string("scan.startup.sub-name", "Source, `external-subscription`: the subscription whose cursor is the start position."),
+        OptionDecl::enumeration(
+            "scan.startup.sub-start-offset",
+            &["earliest", "latest"],
+            "Source, `external-subscription`: where a subscription that does not exist yet is created.",
+        )
+        .default("latest"),
+        OptionDecl::int("scan.startup.timestamp-millis", 0, i64::MAX, "Source, `timestamp`: first publish time to read, ms since the epoch."),
+        OptionDecl::string("format", "Format plugin of the message value (`json`, `avro`, `csv`, `raw` or a plugin of the plugin directory).").aliases(&["value.format"]),
+        OptionDecl::string("key.format", "Format plugin of the message key; requires `key.fields`."),
+        OptionDecl::string("key.fields", "Physical columns in the message key, separated by `;` or `,`; requires `key.format`."),
+        OptionDecl::string("key.fields-prefix", "Prefix of the key columns' names, stripped in the key format; requires `value.fields-include` = `EXCEPT_KEY`."),
+        OptionDecl::enumeration("value.fields-include", &["ALL", "EXCEPT_KEY"], "Whether the value carries the key columns too.").default("ALL"),
+        OptionDecl::string("sink.message-router", "Sink: router plugin (`key-hash`, `round-robin` or a router of the plugin directory); unset = Pulsar's default routing (`round-robin`). Router options: `sink.message-router.<option>`."),
+        OptionDecl::string("sink.message-router.*", "Options passed to the router plugin."),
+        OptionDecl::enumeration("sink.semantic", &["at-least-once", "exactly-once", "none"], "Sink delivery guarantee.").default("at-least-once"),
+        OptionDecl::string("sink.dead-letter-topic", "Sink, `fail-on-write` = false: topic receiving the rows whose send failed (payload, key and properties kept, plus `pulsar-connect.error`)."),
+        OptionDecl::int("sink.parallelism", 1, 1, "Accepted for compatibility with Flink; one writer per INSERT."),
+        OptionDecl::int("scan.parallelism", 1, 1, "Accepted for compatibility with Flink; one reader task per INSERT (all splits)."),
+        OptionDecl::string("inlong.metric.labels", "InLong: accepted, not used."),
+        OptionDecl::string("metrics.audit.key", "InLong: accepted, not used."),
+        OptionDecl::string("metrics.audit.proxy.hosts", "InLong: accepted, not used."),
+        OptionDecl::string(
+            "properties.*",
+            "Connector settings (any spelling listed here, camelCase or hyphenated, e.g. `properties.pulsar.reader.receiverQueueSize`) and `properties.topic`/`topics`/`topicspattern`. Other `pulsar.reader.*`, `pulsar.producer.*`, `pulsar.client.*` keys are accepted and not applied (logged at start).",
+        ),
+    ];
+    for s in SETTINGS {
+        let mut d = OptionDecl::new(s.key, s.kind.clone(), s.doc).aliases(s.aliases);
+        if let Some(def) = s.default {
+            d = d.default(def);
+        }
+        if s.secret {
+            d = d.secret();
+        }
+        v.push(d);
+    }
+    v
+}
+
+pub static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
+    OptionSet::new(
+        "connector 'pulsar'",
+        "Source and sink (also registered as `pulsar-inlong`). Format options are the format's own, prefixed with the format name (`json.ignore-parse-errors`) or `key.<format>.` for the key format; they are checked against the plugin's manifest.",
+        top_level_decls(),
+        vec![Rule::MutuallyExclusive("topic", "topic-pattern")],
+    )
+});
+
+/// A key compared the way the connector compares setting names: per `.`-segment, case-insensitive, with
+/// `-` and `_` removed (`receiverQueueSize` = `receiver-queue-size`).
+pub fn normalize(key: &str) -> String {
+    key.split('.')
+        .map(|seg| {
+            seg.chars()
+                .filter(|c| *c != '-' && *c != '_' && *c != ' ')
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn setting_for(key: &str) -> Option<&'static Setting> {
+    let n = normalize(key);
+    SETTINGS.iter().find(|s| {
+        std::iter::once(s.key)
+            .chain(s.aliases.iter().copied())
+            .any(|k| normalize(k) == n)
+    })
+}
+
+/// Settings resolved from the top level and `properties.*` (top level wins), with defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    values: BTreeMap<&'static str, String>,
+    /// Keys under `properties.` accepted but not applied.
+    pub ignored: Vec<String>,
+    /// `properties.topic` / `topics` / `topicspattern`.
+    pub topic: Option<String>,
+    pub topic_pattern: Option<String>,
+}
+
+impl Settings {
+    /// Reads the settings; errors name the option and what is allowed.
+    pub fn resolve(options: &ResolvedOptions) -> Result<Settings, (String, String)> {
+        let mut out = Settings::default();
+        for (key, value) in options.prefixed("properties.") {
+            let full = format!("properties.{key}");
+            match normalize(&key).as_str() {
+                "topic" | "topics" => {
+                    out.topic = Some(value);
+                    continue;
+                }
+                "topicspattern" | "topicpattern" => {
+                    out.topic_pattern = Some(value);
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(s) = setting_for(&key) {
+                check_value(&s.kind, &value).map_err(|m| (full.clone(), m))?;
+                if let Some(prev) = out.values.insert(s.key, value) {
+                    let _ = prev;
+                    return Err((
+                        full,
+                        format!("set twice under `properties.` (spellings of '{}')", s.key),
+                    ));
+                }
+            } else if ["pulsar.reader.", "pulsar.producer.", "pulsar.client.", "pulsar.admin."]
+                .iter()
+                .any(|p| key.starts_with(p))
+            {
+                out.ignored.push(full);
+            } else {
+                let known: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
+                let suggestion = known
+                    .iter()
+                    .min_by_key(|k| strsim::levenshtein(&normalize(k), &normalize(&key)))
+                    .filter(|k| strsim::levenshtein(&normalize(k), &normalize(&key)) <= 3)
+                    .map(|k| format!("; did you mean 'properties.{k}'?"))
+                    .unwrap_or_default();
+                return Err((
+                    full,
+                    format!(
+                        "unknown connector setting{suggestion} (known: {}; `pulsar.reader.*`, `pulsar.producer.*` and `pulsar.client.*` keys are accepted and not applied)",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        // Top-level spellings were canonicalised by the option set and win over `properties.`.
+        for s in SETTINGS {
+            if let Some(v) = options.get(s.key)
+                && (!out.values.contains_key(s.key) || s.default != Some(v))
+            {
+                out.values.insert(s.key, v.to_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str).or_else(|| {
+            SETTINGS
+                .iter()
+                .find(|s| s.key == key)
+                .and_then(|s| s.default)
+        })
+    }
+
+    pub fn is_set(&self, key: &str) -> bool {
+        self.values.contains_key(key)
+    }
+
+    pub fn bool(&self, key: &str) -> bool {
+        self.get(key)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    }
+
+    pub fn i64(&self, key: &str) -> i64 {
+        self.get(key)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_default()
+    }
+
+    pub fn duration(&self, key: &str) -> Option<std::time::Duration> {
+        self.get(key)
+            .and_then(|v| crate::options::duration::parse(v.trim()).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_normalise_together() {
+        assert_eq!(
+            normalize("pulsar.reader.receiverQueueSize"),
+            normalize("pulsar.reader.receiver-queue-size")
+        );
+        assert_eq!(normalize("flushoncheckpoint"), normalize("flush-on-checkpoint"));
+        assert_eq!(
+            setting_for("pulsar.reader.failOnDataLoss").map(|s| s.key),
+            Some(FAIL_ON_DATA_LOSS)
+        );
+        assert_eq!(
+            setting_for("discovery topic interval").map(|s| s.key),
+            Some(DISCOVERY)
+        );
+        assert!(setting_for("nope").is_none());
+    }
+}

@@ -1,0 +1,716 @@
+//! The Pulsar source: split readers → format plugins → Arrow batches with metadata columns.
+//!
+//! - Connecting (client, topic listing, one [`SplitReader`] per split, the format plugins) runs as its own
+//!   task whose handle the source keeps, so a poll cancelled by a checkpoint barrier loses nothing and a
+//!   half-opened subscription is never abandoned.
+//! - Decoding runs on a blocking thread (plugin calls must not run on a runtime worker); the handle is kept
+//!   the same way, and the position of a batch only counts as emitted when its rows are returned.
+//! - The checkpoint holds, per split, the position after the last emitted message (batch index included);
+//!   splits that emitted nothing keep their resolved start. On completion the position is committed to the
+//!   job's durable subscription (cumulative ack), so Pulsar's tools show the backlog.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow::compute::take;
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use magnetar::PulsarClient;
+use magnetar::admin::AdminClient;
+use magnetar::proto::event::IncomingMessage;
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use super::config::{FormatSpec, Startup, TableConfig};
+use super::layout::{ColumnSource, Layout};
+use super::options as opt;
+use crate::connectors::{PipelineContext, Source, SourcePoll};
+use crate::plugins::catalog::PluginCatalog;
+use crate::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef};
+use crate::pulsar::message_id::{format_message_id, parse_message_id};
+use crate::pulsar::reader::{
+    DataLossPolicy, SplitCheckpoint, SplitReader, SplitSet, StartPosition, resolve_latest,
+};
+use crate::pulsar::topics::{Discovery, Split, TopicSelection};
+use crate::pulsar::{admin, message, metadata};
+
+/// How long one receive waits before the poll returns (so discovery and barriers get their turn).
+const RECEIVE_WAIT: Duration = Duration::from_millis(200);
+
+/// The checkpointed state.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SourceState {
+    pub subscription: String,
+    /// Per split (the topic name the broker serves): where to resume.
+    pub splits: BTreeMap<String, SplitCheckpoint>,
+}
+
+/// What the source needs to connect.
+#[derive(Clone)]
+pub struct SourceSpec {
+    pub cfg: Arc<TableConfig>,
+    pub selection: TopicSelection,
+    pub startup: Startup,
+    pub schema: SchemaRef,
+    pub plugins: Arc<PluginCatalog>,
+}
+
+struct Decoders {
+    value: Decoder,
+    value_spec: FormatSpec,
+    key: Option<(Decoder, FormatSpec)>,
+}
+
+struct Running {
+    client: PulsarClient,
+    admin: Option<AdminClient>,
+    splits: SplitSet,
+    discovery: Option<Discovery>,
+    next_discovery: Instant,
+    discovering: Option<JoinHandle<Result<(Discovery, Vec<SplitReader>)>>>,
+    decoders: Option<Decoders>,
+    decoding: Option<JoinHandle<(Decoders, Result<Decoded>)>>,
+}
+
+enum Stage {
+    Idle,
+    Connecting(JoinHandle<Result<Running>>),
+    Running(Box<Running>),
+}
+
+/// One decoded batch and the split position after it.
+struct Decoded {
+    batch: RecordBatch,
+    split: String,
+    position: SplitCheckpoint,
+    skipped: u64,
+}
+
+pub struct PulsarSource {
+    spec: SourceSpec,
+    subscription: String,
+    restored: Option<SourceState>,
+    stage: Stage,
+    /// Per split: the position after the last row returned (or the split's start).
+    emitted: BTreeMap<String, SplitCheckpoint>,
+    snapshots: VecDeque<(u64, BTreeMap<String, SplitCheckpoint>)>,
+    skipped: u64,
+}
+
+impl PulsarSource {
+    pub fn new(spec: SourceSpec) -> Self {
+        let subscription = match &spec.startup {
+            Startup::ExternalSubscription { name, .. } => name.clone(),
+            _ => format!(
+                "{}-{}",
+                spec.cfg
+                    .settings
+                    .get(opt::SUBSCRIPTION_PREFIX)
+                    .unwrap_or("pulsar-connect"),
+                spec.cfg.table
+            ),
+        };
+        PulsarSource {
+            spec,
+            subscription,
+            restored: None,
+            stage: Stage::Idle,
+            emitted: BTreeMap::new(),
+            snapshots: VecDeque::new(),
+            skipped: 0,
+        }
+    }
+
+    async fn running(&mut self) -> Result<&mut Running> {
+        loop {
+            match &mut self.stage {
+                Stage::Idle => {
+                    let spec = self.spec.clone();
+                    let sub = self.subscription.clone();
+                    let restored = self.restored.clone();
+                    self.stage = Stage::Connecting(tokio::spawn(connect(spec, sub, restored)));
+                }
+                Stage::Connecting(handle) => {
+                    let joined = handle.await;
+                    self.stage = Stage::Idle;
+                    let running = joined.map_err(|e| anyhow!("connecting task failed: {e}"))??;
+                    for r in running.splits.readers() {
+                        self.emitted
+                            .entry(r.split().topic.to_string())
+                            .or_insert_with(|| r.position());
+                    }
+                    self.stage = Stage::Running(Box::new(running));
+                }
+                Stage::Running(_) => break,
+            }
+        }
+        match &mut self.stage {
+            Stage::Running(r) => Ok(r),
+            _ => unreachable!("the loop only ends when running"),
+        }
+    }
+}
+
+#[async_trait]
+impl Source for PulsarSource {
+    fn set_context(&mut self, ctx: &PipelineContext) {
+        if !matches!(self.spec.startup, Startup::ExternalSubscription { .. }) {
+            self.subscription = format!(
+                "{}-{}-{}-{}",
+                self.spec
+                    .cfg
+                    .settings
+                    .get(opt::SUBSCRIPTION_PREFIX)
+                    .unwrap_or("pulsar-connect"),
+                ctx.job_id,
+                ctx.pipeline_id,
+                self.spec.cfg.table
+            );
+        }
+    }
+
+    fn restore(&mut self, state: serde_json::Value) -> Result<()> {
+        if state.is_null() {
+            return Ok(());
+        }
+        let state: SourceState = serde_json::from_value(state)
+            .context("the checkpoint's Pulsar source state is not readable")?;
+        self.emitted = state.splits.clone();
+        self.restored = Some(state);
+        Ok(())
+    }
+
+    async fn poll_batch(&mut self, max_rows: usize) -> Result<SourcePoll> {
+        let table = self.spec.cfg.table.clone();
+        let schema = self.spec.schema.clone();
+        let layout = self.spec.cfg.layout.clone();
+        let interval = discovery_interval(&self.spec.cfg);
+        let run = self.running().await?;
+
+        // Splits found by discovery join the set.
+        if run.discovering.as_ref().is_some_and(|h| h.is_finished())
+            && let Some(h) = run.discovering.take()
+        {
+            let (discovery, readers) = h.await.map_err(|e| anyhow!("discovery task: {e}"))??;
+            for r in readers {
+                info!(table = %table, split = %r.split().topic, "new split discovered; reading it from the earliest message");
+                run.splits.push(r);
+            }
+            run.discovery = Some(discovery);
+            run.next_discovery = Instant::now() + interval.unwrap_or(Duration::MAX / 4);
+        }
+        if run.discovering.is_none()
+            && Instant::now() >= run.next_discovery
+            && let Some(discovery) = run.discovery.take()
+        {
+            let client = run.client.clone();
+            let admin = run.admin.clone();
+            let sub = self.subscription.clone();
+            let policy = self.spec.cfg.data_loss();
+            run.discovering = Some(tokio::spawn(async move {
+                let mut discovery = discovery;
+                let new = discovery.new_splits(&client, admin.as_ref()).await?;
+                let mut readers = Vec::new();
+                for split in new {
+                    readers.push(
+                        SplitReader::open(&client, split, &sub, StartPosition::Earliest, policy)
+                            .await?,
+                    );
+                }
+                Ok((discovery, readers))
+            }));
+        }
+
+        if run.decoding.is_none() {
+            let Some((i, msgs)) = run.splits.next_batch(max_rows.max(1), RECEIVE_WAIT).await?
+            else {
+                return Ok(SourcePoll::Batch(RecordBatch::new_empty(schema)));
+            };
+            let reader = &run.splits.readers()[i];
+            let split = reader.split().clone();
+            let position = reader.position();
+            let decoders = run
+                .decoders
+                .take()
+                .ok_or_else(|| anyhow!("internal: decoders missing"))?;
+            let job = DecodeJob {
+                table: table.clone(),
+                schema,
+                layout,
+                split,
+                position,
+                msgs,
+            };
+            run.decoding = Some(tokio::task::spawn_blocking(move || job.run(decoders)));
+        }
+        let handle = run
+            .decoding
+            .as_mut()
+            .ok_or_else(|| anyhow!("internal: no decode in flight"))?;
+        let joined = handle.await;
+        run.decoding = None;
+        let (decoders, decoded) = joined.map_err(|e| anyhow!("decoding task failed: {e}"))?;
+        run.decoders = Some(decoders);
+        let decoded = decoded?;
+        if decoded.skipped > 0 {
+            self.skipped += decoded.skipped;
+            warn!(table = %table, skipped = decoded.skipped, total_skipped = self.skipped, "skipped messages the format could not decode (ignore-parse-errors)");
+        }
+        self.emitted.insert(decoded.split, decoded.position);
+        Ok(SourcePoll::Batch(decoded.batch))
+    }
+
+    fn snapshot(&mut self) -> Result<serde_json::Value> {
+        Ok(serde_json::to_value(SourceState {
+            subscription: self.subscription.clone(),
+            splits: self.emitted.clone(),
+        })?)
+    }
+
+    fn snapshot_for(&mut self, id: u64) -> Result<serde_json::Value> {
+        self.snapshots.push_back((id, self.emitted.clone()));
+        while self.snapshots.len() > 64 {
+            self.snapshots.pop_front();
+        }
+        self.snapshot()
+    }
+
+    async fn notify_checkpoint_complete(&mut self, id: u64) -> Result<()> {
+        let mut done = None;
+        while let Some((sid, _)) = self.snapshots.front() {
+            if *sid > id {
+                break;
+            }
+            done = self.snapshots.pop_front();
+        }
+        let Some((_, positions)) = done else {
+            return Ok(());
+        };
+        let Stage::Running(run) = &self.stage else {
+            return Ok(());
+        };
+        let retries = self.spec.cfg.settings.i64(opt::COMMIT_RETRIES).max(0) as u32;
+        for reader in run.splits.readers() {
+            let Some(cp) = positions.get(reader.split().topic.as_str()) else {
+                continue;
+            };
+            let mut attempt = 0;
+            loop {
+                match reader.commit(cp).await {
+                    Ok(()) => break,
+                    Err(e) if attempt < retries => {
+                        attempt += 1;
+                        warn!(split = %reader.split().topic, attempt, "commit failed, retrying: {e:#}");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    Err(e) => {
+                        warn!(split = %reader.split().topic, "committing the position of checkpoint {id} failed (the checkpoint still holds it; only the subscription's backlog is stale): {e:#}");
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn close(&mut self) -> Result<()> {
+        match std::mem::replace(&mut self.stage, Stage::Idle) {
+            Stage::Running(run) => {
+                let run = *run;
+                if let Some(h) = run.decoding {
+                    let _ = h.await;
+                }
+                if let Some(h) = run.discovering {
+                    if let Ok(Ok((_, readers))) = h.await {
+                        for r in readers {
+                            let _ = r.close().await;
+                        }
+                    }
+                }
+                run.splits.close().await.ok();
+            }
+            Stage::Connecting(h) => {
+                if let Ok(Ok(run)) = h.await {
+                    run.splits.close().await.ok();
+                }
+            }
+            Stage::Idle => {}
+        }
+        Ok(())
+    }
+}
+
+fn discovery_interval(cfg: &TableConfig) -> Option<Duration> {
+    let ms = cfg.settings.i64(opt::DISCOVERY);
+    (ms >= 0).then(|| Duration::from_millis(ms.max(100) as u64))
+}
+
+/// Connects and opens every split at its start (restored, or the configured startup mode).
+async fn connect(
+    spec: SourceSpec,
+    subscription: String,
+    restored: Option<SourceState>,
+) -> Result<Running> {
+    let cfg = &spec.cfg;
+    let client = crate::pulsar::connect(&cfg.client).await?;
+    let token = match &cfg.client.auth {
+        crate::pulsar::Authentication::Token(t) => Some(t.as_str()),
+        crate::pulsar::Authentication::None => None,
+    };
+    let admin = match &cfg.admin_url {
+        Some(url) => Some(admin::admin_client(url, token)?),
+        None => None,
+    };
+    let splits = spec
+        .selection
+        .splits(&client, admin.as_ref())
+        .await
+        .with_context(|| format!("table '{}': listing the topics to read", cfg.table))?;
+    if splits.is_empty() {
+        warn!(table = %cfg.table, "no topic matches yet; waiting for discovery");
+    }
+    let policy = cfg.data_loss();
+    let mut readers = Vec::new();
+    for split in &splits {
+        let start = match restored
+            .as_ref()
+            .and_then(|s| s.splits.get(split.topic.as_str()))
+        {
+            Some(cp) => match (&cp.resume, &cfg.admin_url) {
+                (StartPosition::After { id }, Some(url)) => {
+                    match deleted_since(url, token, split, id, &subscription).await {
+                        Ok(None) => cp.resume.clone(),
+                        Ok(Some(what)) => match policy {
+                            DataLossPolicy::Fail => bail!(
+                                "table '{}': data loss: {what} (set 'properties.pulsar.reader.fail-on-data-loss' = 'false' to continue from the earliest available message)",
+                                cfg.table
+                            ),
+                            DataLossPolicy::UseEarliest => {
+                                warn!(table = %cfg.table, split = %split.topic, "data loss: {what}; resuming from the earliest available message");
+                                StartPosition::Earliest
+                            }
+                        },
+                        Err(e) => {
+                            warn!(table = %cfg.table, split = %split.topic, "could not check the resume position against the topic's ledgers: {e:#}");
+                            cp.resume.clone()
+                        }
+                    }
+                }
+                _ => cp.resume.clone(),
+            },
+            // A split the checkpoint does not know appeared since: from its beginning.
+            None if restored.is_some() => StartPosition::Earliest,
+            None => fresh_start(&client, split, &subscription, &spec.startup).await?,
+        };
+        let reader = SplitReader::open(&client, split.clone(), &subscription, start, policy)
+            .await
+            .with_context(|| format!("table '{}': opening {}", cfg.table, split.topic))?;
+        readers.push(reader);
+    }
+    info!(table = %cfg.table, splits = readers.len(), subscription = %subscription, "reading");
+    let interval = discovery_interval(cfg);
+    let discovery = interval.map(|_| Discovery::new(spec.selection.clone(), splits.clone()));
+    let decoders = {
+        let spec = spec.clone();
+        tokio::task::spawn_blocking(move || make_decoders(&spec))
+            .await
+            .map_err(|e| anyhow!("loading the format plugins: {e}"))??
+    };
+    Ok(Running {
+        client,
+        admin,
+        splits: SplitSet::new(readers),
+        discovery,
+        next_discovery: Instant::now() + interval.unwrap_or(Duration::ZERO),
+        discovering: None,
+        decoders: Some(decoders),
+        decoding: None,
+    })
+}
+
+/// Whether messages after `id` (the position to resume after) may have been deleted: its ledger is older
+/// than the topic's first ledger (retention trimmed it, or the topic was deleted and recreated) and the
+/// job's own subscription does not hold a position at or before it (which would have kept everything after
+/// it). `None` when nothing can be missing.
+async fn deleted_since(
+    admin_url: &str,
+    token: Option<&str>,
+    split: &Split,
+    id: &str,
+    subscription: &str,
+) -> Result<Option<String>> {
+    let Some(path) = split.topic.as_str().strip_prefix("persistent://") else {
+        return Ok(None);
+    };
+    let resume = parse_message_id(id)?;
+    let url = format!(
+        "{}/admin/v2/persistent/{path}/internalStats",
+        admin_url.trim_end_matches('/')
+    );
+    let mut req = reqwest::Client::new().get(&url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req
+        .send()
+        .await
+        .with_context(|| format!("GET internalStats of {}", split.topic))?;
+    if !resp.status().is_success() {
+        bail!("internalStats of {} answered {}", split.topic, resp.status());
+    }
+    let stats: serde_json::Value = resp.json().await?;
+    let first_ledger = stats["ledgers"]
+        .as_array()
+        .and_then(|l| l.first())
+        .and_then(|l| l["ledgerId"].as_u64());
+    let Some(first_ledger) = first_ledger else {
+        return Ok(None);
+    };
+    if resume.ledger_id >= first_ledger {
+        return Ok(None);
+    }
+    let held = stats["cursors"][subscription]["markDeletePosition"]
+        .as_str()
+        .and_then(|p| p.split_once(':'))
+        .and_then(|(l, e)| Some((l.parse::<u64>().ok()?, e.parse::<i64>().ok()?)))
+        .is_some_and(|(l, e)| (l, e) <= (resume.ledger_id, resume.entry_id as i64));
+    if held {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "the position to resume {} from ({id}) lies in ledger {} but the topic's oldest ledger is {first_ledger} and subscription '{subscription}' did not hold it: the messages after it were deleted (retention) or the topic was deleted and recreated",
+        split.topic, resume.ledger_id
+    )))
+}
+
+async fn fresh_start(
+    client: &PulsarClient,
+    split: &Split,
+    subscription: &str,
+    startup: &Startup,
+) -> Result<StartPosition> {
+    Ok(match startup {
+        Startup::Earliest => StartPosition::Earliest,
+        Startup::Latest => resolve_latest(client, split, subscription).await?,
+        Startup::Timestamp(ms) => StartPosition::Timestamp { millis: *ms },
+        Startup::ExternalSubscription { from_earliest, .. } => StartPosition::SubscriptionCursor {
+            from_earliest: *from_earliest,
+        },
+        Startup::SpecificOffsets(offsets) => {
+            let parent = split
+                .topic
+                .partition_of()
+                .map(|(p, _)| p)
+                .unwrap_or_else(|| split.topic.clone());
+            let wanted = |o: &&super::config::SpecificOffset| {
+                let topic_ok = o
+                    .topic
+                    .as_ref()
+                    .is_none_or(|t| *t == parent || *t == split.topic);
+                let partition_ok = o.partition == split.partition
+                    || (split.partition == -1 && o.partition == 0);
+                topic_ok && partition_ok
+            };
+            // A topic-qualified entry beats a partition-only one.
+            let entry = offsets
+                .iter()
+                .filter(wanted)
+                .max_by_key(|o| o.topic.is_some());
+            match entry {
+                Some(o) => {
+                    let mut id = parse_message_id(&o.id)?;
+                    id.partition = split.partition;
+                    StartPosition::At {
+                        id: format_message_id(&id),
+                    }
+                }
+                // Partitions without an entry start at the beginning (the reference starts them at latest,
+                // silently skipping their backlog).
+                None => StartPosition::Earliest,
+            }
+        }
+    })
+}
+
+fn make_decoders(spec: &SourceSpec) -> Result<Decoders> {
+    let cfg = &spec.cfg;
+    let value_spec = cfg
+        .value_format
+        .clone()
+        .ok_or_else(|| anyhow!("table '{}': no value format", cfg.table))?;
+    let plugin = spec.plugins.load(&value_spec.plugin, Kind::Format)?;
+    let value = Decoder::new(
+        &plugin,
+        &value_spec.options,
+        cfg.layout.value_schema.clone(),
+    )
+    .map_err(|e| anyhow!("table '{}', option 'format': {e}", cfg.table))?;
+    let key = match (&cfg.key_format, &cfg.layout.key_schema) {
+        (Some(k), Some(schema)) => {
+            let plugin = spec.plugins.load(&k.plugin, Kind::Format)?;
+            let d = Decoder::new(&plugin, &k.options, schema.clone())
+                .map_err(|e| anyhow!("table '{}', option 'key.format': {e}", cfg.table))?;
+            Some((d, k.clone()))
+        }
+        _ => None,
+    };
+    Ok(Decoders {
+        value,
+        value_spec,
+        key,
+    })
+}
+
+struct DecodeJob {
+    table: String,
+    schema: SchemaRef,
+    layout: Layout,
+    split: Split,
+    position: SplitCheckpoint,
+    msgs: Vec<IncomingMessage>,
+}
+
+impl DecodeJob {
+    fn run(self, mut decoders: Decoders) -> (Decoders, Result<Decoded>) {
+        let out = self.decode(&mut decoders);
+        (decoders, out)
+    }
+
+    fn failure(&self, i: usize, format: &str, reason: &str) -> anyhow::Error {
+        let m = &self.msgs[i];
+        anyhow!(
+            "table '{}': cannot decode message {} of {} (partition {}) with format '{format}': {reason} (set '{format}.ignore-parse-errors' = 'true' to skip such messages)",
+            self.table,
+            format_message_id(&m.message_id),
+            self.split.topic,
+            self.split.partition
+        )
+    }
+
+    fn decode(&self, decoders: &mut Decoders) -> Result<Decoded> {
+        let n = self.msgs.len();
+        // Values.
+        let mut values = MessageBatchBuilder::new();
+        for m in &self.msgs {
+            let payload: &[u8] = if message::is_null_value(m) {
+                &[]
+            } else {
+                &m.payload
+            };
+            values.push(MessageRef {
+                payload,
+                key: None,
+                properties: &[],
+                event_time: message::event_time_ms(m).map(|t| t as i64),
+            });
+        }
+        let value_decoded = decoders
+            .value
+            .decode(&values.finish(false))
+            .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
+        let mut bad = vec![false; n];
+        let mut skipped = 0u64;
+        for e in &value_decoded.errors {
+            let i = e.index as usize;
+            if !decoders.value_spec.skip_errors {
+                return Err(self.failure(i, &decoders.value_spec.plugin, &e.reason));
+            }
+            bad[i] = true;
+        }
+        // Value row of each message (None: it failed).
+        let mut value_row = vec![None; n];
+        {
+            let mut r = 0u32;
+            for (i, slot) in value_row.iter_mut().enumerate() {
+                if !value_decoded.errors.iter().any(|e| e.index as usize == i) {
+                    *slot = Some(r);
+                    r += 1;
+                }
+            }
+        }
+        // Keys: only messages that have one are decoded; the others get NULL key columns.
+        let mut key_row: Vec<Option<u32>> = vec![None; n];
+        let mut key_batch = None;
+        if let Some((decoder, spec)) = &mut decoders.key {
+            let mut keys = MessageBatchBuilder::new();
+            let mut keyed = Vec::new();
+            for (i, m) in self.msgs.iter().enumerate() {
+                if let Some(k) = message::key_bytes(m) {
+                    keys.push(MessageRef {
+                        payload: &k,
+                        key: None,
+                        properties: &[],
+                        event_time: None,
+                    });
+                    keyed.push(i);
+                }
+            }
+            let decoded = decoder
+                .decode(&keys.finish(false))
+                .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
+            let mut failed = vec![false; keyed.len()];
+            for e in &decoded.errors {
+                let i = keyed[e.index as usize];
+                if !spec.skip_errors {
+                    return Err(self.failure(i, &format!("key {}", spec.plugin), &e.reason));
+                }
+                failed[e.index as usize] = true;
+                bad[i] = true;
+            }
+            let mut r = 0u32;
+            for (j, &i) in keyed.iter().enumerate() {
+                if !failed[j] {
+                    key_row[i] = Some(r);
+                    r += 1;
+                }
+            }
+            key_batch = Some(decoded.batch);
+        }
+        let good: Vec<usize> = (0..n).filter(|&i| !bad[i]).collect();
+        skipped += (n - good.len()) as u64;
+        let value_idx = UInt32Array::from(
+            good.iter()
+                .map(|&i| value_row[i])
+                .collect::<Vec<Option<u32>>>(),
+        );
+        let key_idx = UInt32Array::from(
+            good.iter()
+                .map(|&i| key_row[i])
+                .collect::<Vec<Option<u32>>>(),
+        );
+        let topic = self.split.topic.as_str();
+        let rows: Vec<metadata::Received<'_>> =
+            good.iter().map(|&i| (topic, &self.msgs[i])).collect();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
+        for (c, field) in self.layout.source.iter().zip(self.schema.fields()) {
+            let col = match c {
+                ColumnSource::Value(v) => take(value_decoded.batch.column(*v), &value_idx, None)?,
+                ColumnSource::Key(k) => match &key_batch {
+                    Some(b) => take(b.column(*k), &key_idx, None)?,
+                    None => bail!("internal: key column without a key format"),
+                },
+                ColumnSource::Metadata(key) => {
+                    metadata::metadata_column(key, field.data_type(), &rows)?
+                }
+            };
+            columns.push(col);
+        }
+        let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| {
+            anyhow!(
+                "table '{}': rows read from {} do not fit the table's columns: {e} (a NOT NULL column got a NULL, e.g. a key column of a message without a key?)",
+                self.table,
+                self.split.topic
+            )
+        })?;
+        Ok(Decoded {
+            batch,
+            split: self.split.topic.to_string(),
+            position: self.position.clone(),
+            skipped,
+        })
+    }
+}

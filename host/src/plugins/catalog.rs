@@ -1,0 +1,116 @@
+//! The process's plugin directory: manifests read on demand (validation), plugins loaded once and shared.
+//!
+//! The directory is `--plugin-dir` / `PULSAR_CONNECT_PLUGIN_DIR`, else `plugins` in the working directory.
+//! The wasm engine (and its epoch ticker thread) is only started when a job first needs a plugin.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::{Context as _, anyhow};
+
+use super::{HostConfig, Kind, Manifest, Plugin, PluginDir, PluginHost};
+
+/// Environment variable naming the plugin directory.
+pub const PLUGIN_DIR_ENV: &str = "PULSAR_CONNECT_PLUGIN_DIR";
+
+static DIR_OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
+static GLOBAL: OnceLock<Arc<PluginCatalog>> = OnceLock::new();
+
+/// Sets the plugin directory of this process (the CLI's `--plugin-dir`); first call wins.
+pub fn set_plugin_dir(dir: PathBuf) {
+    let _ = DIR_OVERRIDE.set(dir);
+}
+
+/// The plugin directory this process uses.
+pub fn plugin_dir_path() -> PathBuf {
+    if let Some(d) = DIR_OVERRIDE.get() {
+        return d.clone();
+    }
+    match std::env::var_os(PLUGIN_DIR_ENV) {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => PathBuf::from("plugins"),
+    }
+}
+
+/// The process-wide catalog.
+pub fn global() -> Arc<PluginCatalog> {
+    GLOBAL
+        .get_or_init(|| Arc::new(PluginCatalog::new(plugin_dir_path())))
+        .clone()
+}
+
+/// Plugins of one directory, loaded lazily and cached by name.
+pub struct PluginCatalog {
+    path: PathBuf,
+    host: OnceLock<std::result::Result<PluginHost, String>>,
+    loaded: Mutex<BTreeMap<String, Plugin>>,
+}
+
+impl PluginCatalog {
+    pub fn new(path: PathBuf) -> PluginCatalog {
+        PluginCatalog {
+            path,
+            host: OnceLock::new(),
+            loaded: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn dir(&self) -> anyhow::Result<PluginDir> {
+        PluginDir::open(&self.path).with_context(|| {
+            format!(
+                "the plugin directory {} (set --plugin-dir or {PLUGIN_DIR_ENV}; `cargo xtask build-plugins` builds the built-in formats and routers into ./plugins)",
+                self.path.display()
+            )
+        })
+    }
+
+    /// The manifest of plugin `name`, checked to be of `kind` (no compilation).
+    pub fn manifest(&self, name: &str, kind: Kind) -> anyhow::Result<Manifest> {
+        let dir = self.dir()?;
+        let manifest = dir.read_manifest(name).map_err(|e| {
+            let available = dir.plugin_names().unwrap_or_default();
+            anyhow!(
+                "{kind} plugin '{name}' not found in {}: {e}; available plugins: {}",
+                self.path.display(),
+                if available.is_empty() {
+                    "none".to_owned()
+                } else {
+                    available.join(", ")
+                }
+            )
+        })?;
+        if manifest.kind != kind {
+            return Err(anyhow!(
+                "plugin '{name}' is a {} plugin, not a {kind}",
+                manifest.kind
+            ));
+        }
+        Ok(manifest)
+    }
+
+    /// Plugin `name`, loaded (verified, compiled, pre-instantiated) on first use.
+    pub fn load(&self, name: &str, kind: Kind) -> anyhow::Result<Plugin> {
+        if let Some(p) = self.loaded.lock().expect("plugin cache lock").get(name) {
+            return Ok(p.clone());
+        }
+        self.manifest(name, kind)?;
+        let host = self
+            .host
+            .get_or_init(|| {
+                PluginHost::new(HostConfig::default()).map_err(|e| format!("{e:#}"))
+            })
+            .as_ref()
+            .map_err(|e| anyhow!("starting the plugin runtime: {e}"))?;
+        let plugin = host.load(&self.dir()?, name)?;
+        self.loaded
+            .lock()
+            .expect("plugin cache lock")
+            .insert(name.to_owned(), plugin.clone());
+        Ok(plugin)
+    }
+}
