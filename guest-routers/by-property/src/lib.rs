@@ -49,19 +49,17 @@ impl ByPropertyRouter {
         partitions: u32,
     ) -> Vec<u32> {
         let keys: Vec<Option<&[u8]>> = keys(batch).collect();
-        self.spread
-            .borrow_mut()
-            .route(keys.len(), partitions, |i| {
-                let value = properties.and_then(|props| {
-                    router_properties(props, i)
-                        .into_iter()
-                        .find(|(name, _)| *name == self.property)
-                        .map(|(_, value)| value.as_bytes())
-                });
-                value
-                    .or(keys[i])
-                    .map(|bytes| key_hash_partition(bytes, partitions))
-            })
+        self.spread.borrow_mut().route(keys.len(), partitions, |i| {
+            let value = properties.and_then(|props| {
+                router_properties(props, i)
+                    .into_iter()
+                    .find(|(name, _)| *name == self.property)
+                    .map(|(_, value)| value.as_bytes())
+            });
+            value
+                .or(keys[i])
+                .map(|bytes| key_hash_partition(bytes, partitions))
+        })
     }
 }
 

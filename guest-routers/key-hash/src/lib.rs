@@ -35,11 +35,9 @@ impl KeyHashRouter {
     /// One partition below `partitions` per message of `batch`.
     pub fn route(&self, batch: &KeyBatch, partitions: u32) -> Vec<u32> {
         let keys: Vec<Option<&[u8]>> = keys(batch).collect();
-        self.spread
-            .borrow_mut()
-            .route(keys.len(), partitions, |i| {
-                keys[i].map(|k| key_hash_partition(k, partitions))
-            })
+        self.spread.borrow_mut().route(keys.len(), partitions, |i| {
+            keys[i].map(|k| key_hash_partition(k, partitions))
+        })
     }
 }
 
@@ -155,7 +153,10 @@ mod tests {
     #[test]
     fn unkeyed_messages_per_batch() {
         let router = KeyHashRouter::new(&opts(&[("unkeyed", "per-batch")])).unwrap();
-        assert_eq!(router.route(&batch(&[None, None, Some(b"key1")]), 6), [0, 0, 5]);
+        assert_eq!(
+            router.route(&batch(&[None, None, Some(b"key1")]), 6),
+            [0, 0, 5]
+        );
         assert_eq!(router.route(&batch(&[None, None]), 6), [1, 1]);
     }
 

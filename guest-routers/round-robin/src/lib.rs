@@ -44,11 +44,9 @@ impl RoundRobinRouter {
     /// One partition below `partitions` per message of `batch`.
     pub fn route(&self, batch: &KeyBatch, partitions: u32) -> Vec<u32> {
         let keys: Vec<Option<&[u8]>> = keys(batch).collect();
-        self.spread
-            .borrow_mut()
-            .route(keys.len(), partitions, |i| {
-                keys[i].map(|k| java_default_partition(k, self.key_as, partitions))
-            })
+        self.spread.borrow_mut().route(keys.len(), partitions, |i| {
+            keys[i].map(|k| java_default_partition(k, self.key_as, partitions))
+        })
     }
 }
 
@@ -161,7 +159,10 @@ mod tests {
     fn unkeyed_messages_move_on_per_batch_by_default() {
         let router = RoundRobinRouter::new(&[]).unwrap();
         assert_eq!(router.route(&batch(&[None, None, None]), 4), [0, 0, 0]);
-        assert_eq!(router.route(&batch(&[None, Some(b"abc"), None]), 4), [1, 96_354 % 4, 1]);
+        assert_eq!(
+            router.route(&batch(&[None, Some(b"abc"), None]), 4),
+            [1, 96_354 % 4, 1]
+        );
         // Only keyed messages: the rotation stays.
         assert_eq!(router.route(&batch(&[Some(b"abc")]), 4), [2]);
         assert_eq!(router.route(&batch(&[None]), 4), [2]);
@@ -177,7 +178,10 @@ mod tests {
         let router = RoundRobinRouter::new(&opts(&[("key-as", "base64")])).unwrap();
         let keys: [&[u8]; 3] = [b"key-1", &[0xff, 0xfe, 0x00], b""];
         let got = router.route(&batch(&keys.map(Some)), 16);
-        let want: Vec<u32> = keys.iter().map(|k| java_string_hash(&base64(k)) % 16).collect();
+        let want: Vec<u32> = keys
+            .iter()
+            .map(|k| java_string_hash(&base64(k)) % 16)
+            .collect();
         assert_eq!(got, want);
     }
 

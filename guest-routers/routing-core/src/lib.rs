@@ -65,8 +65,9 @@ pub fn key_hash_partition(key: &[u8], partitions: u32) -> u32 {
 /// Java's `String.hashCode()` of `s`: `s[0]*31^(n-1) + ... + s[n-1]` over its UTF-16 code units,
 /// in 32-bit two's complement.
 pub fn java_string_hash_code(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// Pulsar's `JavaStringHash.makeHash`: `s.hashCode() & Integer.MAX_VALUE`.
@@ -255,7 +256,13 @@ pub fn unkeyed_option(
     options: &[(String, String)],
     default: Unkeyed,
 ) -> Result<Unkeyed, OptionError> {
-    choice(options, "unkeyed", default, Unkeyed::parse, Unkeyed::CHOICES)
+    choice(
+        options,
+        "unkeyed",
+        default,
+        Unkeyed::parse,
+        Unkeyed::CHOICES,
+    )
 }
 
 /// Option `key-as` (`string` | `base64`), `string` when not given.

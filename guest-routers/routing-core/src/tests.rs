@@ -145,7 +145,7 @@ fn base64_keys_hash_the_base64_text() {
 #[test]
 fn per_message_spreading_rotates_every_unkeyed_message() {
     let mut s = Spreader::new(Unkeyed::PerMessage, 0);
-    let keyed = |i: usize| (i % 3 == 0).then_some(9);
+    let keyed = |i: usize| i.is_multiple_of(3).then_some(9);
     assert_eq!(s.route(7, 4, keyed), [9, 0, 1, 9, 2, 3, 9]);
     // The rotation continues across batches.
     assert_eq!(s.route(3, 4, |_| None), [0, 1, 2]);
