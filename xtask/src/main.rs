@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use xtask::broker::{self, BrokerInfo, Profile, StartOptions};
 use xtask::{paths, python};
 
+mod bench;
 mod build_plugins;
 mod demo;
 
@@ -30,6 +31,8 @@ enum Task {
     Test(TestArgs),
     /// Run the vendor seed job end to end against a local real Pulsar (started, with token auth, if none is given).
     Demo,
+    /// Benchmarks side by side: pulsar-connect, the Flink peer, the bare-consumer ceiling, native decode.
+    Bench(bench::BenchArgs),
     /// Build the guest crates (guest-formats/*, guest-routers/*) and install them as plugins.
     BuildPlugins(build_plugins::Args),
 }
@@ -99,6 +102,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Task::Test(args) => test(args),
         Task::Demo => demo::run(cargo),
+        Task::Bench(args) => bench::run(args, cargo),
         Task::BuildPlugins(args) => {
             build_plugins::run(args)?;
             Ok(ExitCode::SUCCESS)
