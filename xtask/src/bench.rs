@@ -358,7 +358,7 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
     let (json1, json4, avro1, eo1) = (t("json-1p"), t("json-4p"), t("avro-1p"), t("eo-1p"));
     partitioned(&ctx.admin_url, &json4, 4)?;
     let mut out: Vec<Measure> = Vec::new();
-    let mut step = |m: Result<Measure>, out: &mut Vec<Measure>| -> Result<()> {
+    let step = |m: Result<Measure>, out: &mut Vec<Measure>| -> Result<()> {
         let m = m?;
         eprintln!("  {:<40} {:>10.0} msg/s  {:>6.2} CPU-s/M  {:>6.0} MB RSS", m.name, m.rate(), m.cpu_per_m(), m.peak_rss_mb);
         out.push(m);

@@ -59,7 +59,7 @@ pub fn plugin_field(name: &str, ty: &FlinkType) -> Field {
         | TypeKind::Time(_)
         | TypeKind::Timestamp(_)
         | TypeKind::TimestampLtz(_) => true,
-        TypeKind::Varchar(n) | TypeKind::Varbinary(n) => *n != crate::sql::MAX_LENGTH,
+        TypeKind::Varchar(n) | TypeKind::Varbinary(n) => *n != crate::sql::types::MAX_LENGTH,
         _ => false,
     };
     if exact {

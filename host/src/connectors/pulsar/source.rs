@@ -66,7 +66,7 @@ struct Decoders {
 }
 
 struct Running {
-    client: PulsarClient,
+    client: Arc<PulsarClient>,
     admin: Option<AdminClient>,
     splits: SplitSet,
     discovery: Option<Discovery>,
@@ -189,6 +189,8 @@ impl Source for PulsarSource {
         let schema = self.spec.schema.clone();
         let layout = self.spec.cfg.layout.clone();
         let interval = discovery_interval(&self.spec.cfg);
+        let sub = self.subscription.clone();
+        let policy = self.spec.cfg.data_loss();
         let run = self.running().await?;
 
         // Splits found by discovery join the set.
@@ -209,8 +211,7 @@ impl Source for PulsarSource {
         {
             let client = run.client.clone();
             let admin = run.admin.clone();
-            let sub = self.subscription.clone();
-            let policy = self.spec.cfg.data_loss();
+            let sub = sub.clone();
             run.discovering = Some(tokio::spawn(async move {
                 let mut discovery = discovery;
                 let new = discovery.new_splits(&client, admin.as_ref()).await?;
@@ -421,7 +422,7 @@ async fn connect(
             .map_err(|e| anyhow!("loading the format plugins: {e}"))??
     };
     Ok(Running {
-        client,
+        client: Arc::new(client),
         admin,
         splits: SplitSet::new(readers),
         discovery,
