@@ -185,3 +185,60 @@ impl Payloads {
         }
     }
 }
+
+/// UTF-8 with malformed input replaced as Java's decoder does it: like Rust's lossy decoding, except
+/// that an encoded surrogate (`ED A0..BF 80..BF`) is one U+FFFD, not three.
+pub fn utf8_lossy_java(mut b: &[u8], out: &mut Vec<u8>) {
+    loop {
+        match std::str::from_utf8(b) {
+            Ok(_) => {
+                out.extend_from_slice(b);
+                return;
+            }
+            Err(e) => {
+                let (good, rest) = b.split_at(e.valid_up_to());
+                out.extend_from_slice(good);
+                out.extend_from_slice("\u{FFFD}".as_bytes());
+                let skip = match rest {
+                    [0xED, 0xA0..=0xBF, 0x80..=0xBF, ..] => 3,
+                    _ => e.error_len().unwrap_or(rest.len()),
+                };
+                b = &rest[skip..];
+            }
+        }
+    }
+}
+
+
+/// Java's `String.hashCode` (over UTF-16 code units).
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)))
+}
+
+/// The iteration order of a `java.util.HashMap` created with `new HashMap<>(keys.len())` and filled
+/// with `keys` in order (what Flink's Avro converter writes): indexes into `keys`. Repeated keys keep
+/// their first position.
+pub fn java_hashmap_order(keys: &[&str]) -> Vec<usize> {
+    let n = keys.len();
+    let mut cap = n.max(1).next_power_of_two();
+    let mut size = 0usize;
+    let mut distinct: Vec<usize> = Vec::with_capacity(n);
+    for (i, k) in keys.iter().enumerate() {
+        if distinct.iter().any(|&j| keys[j] == *k) {
+            continue;
+        }
+        distinct.push(i);
+        size += 1;
+        if size > (cap as f32 * 0.75) as usize {
+            cap *= 2;
+        }
+    }
+    let bucket = |i: usize| {
+        let h = java_string_hash(keys[i]);
+        let h = h ^ ((h as u32) >> 16) as i32;
+        (h as u32 as usize) & (cap - 1)
+    };
+    distinct.sort_by_key(|&i| bucket(i));
+    distinct
+}

@@ -115,28 +115,7 @@ impl Charset {
     }
 }
 
-/// UTF-8 with malformed input replaced as Java's decoder does it: like Rust's lossy decoding, except
-/// that an encoded surrogate (`ED A0..BF 80..BF`) is one U+FFFD, not three.
-pub fn utf8_lossy_java(mut b: &[u8], out: &mut Vec<u8>) {
-    loop {
-        match std::str::from_utf8(b) {
-            Ok(_) => {
-                out.extend_from_slice(b);
-                return;
-            }
-            Err(e) => {
-                let (good, rest) = b.split_at(e.valid_up_to());
-                out.extend_from_slice(good);
-                out.extend_from_slice("\u{FFFD}".as_bytes());
-                let skip = match rest {
-                    [0xED, 0xA0..=0xBF, 0x80..=0xBF, ..] => 3,
-                    _ => e.error_len().unwrap_or(rest.len()),
-                };
-                b = &rest[skip..];
-            }
-        }
-    }
-}
+pub use format_common::utf8_lossy_java;
 
 /// A configured raw format (the same for both directions).
 #[derive(Debug, Clone)]
