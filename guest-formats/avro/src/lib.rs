@@ -82,7 +82,9 @@ pub fn schema_json(rt: &RowType) -> String {
             match c {
                 '"' => out.extend_from_slice(b"\\\""),
                 '\\' => out.extend_from_slice(b"\\\\"),
-                c if (c as u32) < 0x20 => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
+                c if (c as u32) < 0x20 => {
+                    out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+                }
                 c => out.extend_from_slice(c.to_string().as_bytes()),
             }
         }
@@ -101,13 +103,18 @@ pub fn schema_json(rt: &RowType) -> String {
                 let ty = f.type_index as usize;
                 let s = schema(rt, ty, &format!("{short}_{}", f.name));
                 if rt.types[ty].nullable {
-                    format!("{{\"name\":{},\"type\":{s},\"default\":null}}", quote(&f.name))
+                    format!(
+                        "{{\"name\":{},\"type\":{s},\"default\":null}}",
+                        quote(&f.name)
+                    )
                 } else {
                     format!("{{\"name\":{},\"type\":{s}}}", quote(&f.name))
                 }
             })
             .collect();
-        let ns = ns.map(|n| format!(",\"namespace\":{}", quote(n))).unwrap_or_default();
+        let ns = ns
+            .map(|n| format!(",\"namespace\":{}", quote(n)))
+            .unwrap_or_default();
         format!(
             "{{\"type\":\"record\",\"name\":{}{ns},\"fields\":[{}]}}",
             quote(&short),
@@ -249,7 +256,9 @@ impl Decoder {
             for (c, f) in self.rt.fields.iter().enumerate() {
                 r = self
                     .value(&mut input, c, f.type_index as usize, &mut cols, 0)
-                    .map_err(|e| format!("Failed to deserialize Avro record: field `{}`: {e}", f.name));
+                    .map_err(|e| {
+                        format!("Failed to deserialize Avro record: field `{}`: {e}", f.name)
+                    });
                 if r.is_err() {
                     break;
                 }
@@ -274,7 +283,14 @@ impl Decoder {
         Ok(format_common::decoded(cols, errors))
     }
 
-    fn value(&self, input: &mut In<'_>, c: usize, ty: usize, cols: &mut Cols, depth: usize) -> Result<(), String> {
+    fn value(
+        &self,
+        input: &mut In<'_>,
+        c: usize,
+        ty: usize,
+        cols: &mut Cols,
+        depth: usize,
+    ) -> Result<(), String> {
         if depth > 64 {
             return Err("nesting too deep".into());
         }
@@ -523,11 +539,17 @@ mod component {
         type Decoder = super::Decoder;
         type Encoder = super::Encoder;
 
-        fn create_decoder(options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+        fn create_decoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Decoder, ConfigError> {
             super::decoder(&options, &row_type).map(codec::Decoder::new)
         }
 
-        fn create_encoder(options: Options, row_type: RowType) -> Result<codec::Encoder, ConfigError> {
+        fn create_encoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Encoder, ConfigError> {
             super::encoder(&options, &row_type).map(codec::Encoder::new)
         }
     }

@@ -2,7 +2,9 @@
 //! per-value allocation. Layout as in the SDK's `BatchBuilder`: the top-level fields are columns
 //! `0..n`, nested children follow, allocated breadth-first.
 
-use crate::{ByteColumn, Column, ColumnBatch, ColumnData, DataType, ListColumn, MapColumn, RowType};
+use crate::{
+    ByteColumn, Column, ColumnBatch, ColumnData, DataType, ListColumn, MapColumn, RowType,
+};
 
 #[derive(Debug)]
 pub enum Data {
@@ -14,9 +16,19 @@ pub enum Data {
     F32(Vec<f32>),
     F64(Vec<f64>),
     Dec(Vec<u64>),
-    Bytes { data: Vec<u8>, offsets: Vec<u32> },
-    List { offsets: Vec<u32>, child: usize },
-    Map { offsets: Vec<u32>, keys: usize, values: usize },
+    Bytes {
+        data: Vec<u8>,
+        offsets: Vec<u32>,
+    },
+    List {
+        offsets: Vec<u32>,
+        child: usize,
+    },
+    Map {
+        offsets: Vec<u32>,
+        keys: usize,
+        values: usize,
+    },
     Row(Vec<usize>),
 }
 
@@ -396,8 +408,7 @@ impl Cols {
                 let all_valid = {
                     let full = c.len / 8;
                     c.validity[..full].iter().all(|&b| b == 0xff)
-                        && (c.len.is_multiple_of(8)
-                            || c.validity[full] == (1u8 << (c.len % 8)) - 1)
+                        && (c.len.is_multiple_of(8) || c.validity[full] == (1u8 << (c.len % 8)) - 1)
                 };
                 Column {
                     validity: (!all_valid).then_some(c.validity),
@@ -426,7 +437,9 @@ impl Cols {
                             keys: keys as u32,
                             values: values as u32,
                         }),
-                        Data::Row(ch) => ColumnData::Row(ch.into_iter().map(|c| c as u32).collect()),
+                        Data::Row(ch) => {
+                            ColumnData::Row(ch.into_iter().map(|c| c as u32).collect())
+                        }
                     },
                 }
             })

@@ -3,7 +3,15 @@
 /// Parses Java BigDecimal syntax (`-12.5`, `1.2E3`, `+.5`) and rounds HALF_UP to `scale`.
 /// `Ok(None)`: the value does not fit `precision` digits (Flink makes that NULL); `Err`: not a number.
 pub fn parse(text: &[u8], precision: u8, scale: u8) -> Result<Option<i128>, String> {
-    let bad = || format!("`{}` is not a decimal number", String::from_utf8_lossy(text));
+    if let Some(v) = parse_fast(text, precision, scale) {
+        return Ok(v);
+    }
+    let bad = || {
+        format!(
+            "`{}` is not a decimal number",
+            String::from_utf8_lossy(text)
+        )
+    };
     let mut i = 0;
     let neg = match text.first() {
         Some(b'-') => {
@@ -116,6 +124,40 @@ pub fn parse(text: &[u8], precision: u8, scale: u8) -> Result<Option<i128>, Stri
         v = v * 10 + i128::from(d);
     }
     Ok(Some(if neg { -v } else { v }))
+}
+
+/// `[-]digits[.digits]` with at most `scale` fraction digits and few digits: no rounding, no
+/// allocation. `None`: use the general path.
+#[inline]
+fn parse_fast(text: &[u8], precision: u8, scale: u8) -> Option<Option<i128>> {
+    let (neg, body) = match text.first()? {
+        b'-' => (true, &text[1..]),
+        _ => (false, text),
+    };
+    if body.is_empty() || body.len() > 30 {
+        return None;
+    }
+    let mut v: i128 = 0;
+    let mut frac: Option<u8> = None;
+    for &c in body {
+        match c {
+            b'0'..=b'9' => {
+                v = v * 10 + i128::from(c - b'0');
+                if let Some(f) = frac.as_mut() {
+                    *f += 1;
+                }
+            }
+            b'.' if frac.is_none() => frac = Some(0),
+            _ => return None,
+        }
+    }
+    let f = frac.unwrap_or(0);
+    if f > scale || body[0] == b'.' || *body.last()? == b'.' {
+        return None;
+    }
+    let v = v * 10i128.pow(u32::from(scale - f));
+    let v = if neg { -v } else { v };
+    Some(fits(v, precision).then_some(v))
 }
 
 /// BigDecimal.stripTrailingZeros: (unscaled, scale) with no trailing zero digits (zero is (0, 0)).

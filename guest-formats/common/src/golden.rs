@@ -251,12 +251,12 @@ pub fn to_value(rt: &RowType, ty: usize, j: &Json) -> Result<Value, String> {
         DataType::Smallint => Value::I16(int()? as i16),
         DataType::Int => Value::I32(int()? as i32),
         DataType::Bigint => Value::I64(int()?),
-        DataType::Float => Value::F32(
-            crate::javanum::parse_f32(&num_text(j).ok_or_else(bad)?).ok_or_else(bad)?,
-        ),
-        DataType::Double => Value::F64(
-            crate::javanum::parse_f64(&num_text(j).ok_or_else(bad)?).ok_or_else(bad)?,
-        ),
+        DataType::Float => {
+            Value::F32(crate::javanum::parse_f32(&num_text(j).ok_or_else(bad)?).ok_or_else(bad)?)
+        }
+        DataType::Double => {
+            Value::F64(crate::javanum::parse_f64(&num_text(j).ok_or_else(bad)?).ok_or_else(bad)?)
+        }
         DataType::Decimal(d) => {
             let s = j.as_str().ok_or_else(bad)?;
             Value::Decimal(
@@ -264,15 +264,17 @@ pub fn to_value(rt: &RowType, ty: usize, j: &Json) -> Result<Value, String> {
                     .ok_or_else(|| format!("{s} overflows"))?,
             )
         }
-        DataType::Char(_) | DataType::Varchar(_) => Value::String(j.as_str().ok_or_else(bad)?.into()),
+        DataType::Char(_) | DataType::Varchar(_) => {
+            Value::String(j.as_str().ok_or_else(bad)?.into())
+        }
         DataType::Binary(_) | DataType::Varbinary(_) => {
             let mut out = Vec::new();
             crate::b64::decode(j.as_str().ok_or_else(bad)?.as_bytes(), &mut out)?;
             Value::Bytes(out)
         }
-        DataType::Date => Value::Date(
-            parse_date(j.as_str().ok_or_else(bad)?.as_bytes()).ok_or_else(bad)? as i32,
-        ),
+        DataType::Date => {
+            Value::Date(parse_date(j.as_str().ok_or_else(bad)?.as_bytes()).ok_or_else(bad)? as i32)
+        }
         DataType::Time(p) => {
             let ((secs, nanos), rest) =
                 parse_time_prefix(j.as_str().ok_or_else(bad)?.as_bytes()).ok_or_else(bad)?;
@@ -345,9 +347,10 @@ pub fn same(a: &Value, b: &Value) -> bool {
             let mut used = vec![false; y.len()];
             x.len() == y.len()
                 && x.iter().all(|(k, v)| {
-                    let hit = y.iter().enumerate().position(|(i, (k2, v2))| {
-                        !used[i] && same(k, k2) && same(v, v2)
-                    });
+                    let hit = y
+                        .iter()
+                        .enumerate()
+                        .position(|(i, (k2, v2))| !used[i] && same(k, k2) && same(v, v2));
                     hit.map(|i| used[i] = true).is_some()
                 })
         }
@@ -447,7 +450,11 @@ impl Report {
             self.failures.len(),
             unexpected.len()
         );
-        assert!(unexpected.is_empty(), "{} unexpected failures", unexpected.len());
+        assert!(
+            unexpected.is_empty(),
+            "{} unexpected failures",
+            unexpected.len()
+        );
     }
 }
 
@@ -458,7 +465,11 @@ fn show(b: &[u8]) -> String {
     }
 }
 
-fn decode_one(dec: &DecodeFn, rt: &RowType, payload: &[u8]) -> Result<Result<Vec<Value>, String>, String> {
+fn decode_one(
+    dec: &DecodeFn,
+    rt: &RowType,
+    payload: &[u8],
+) -> Result<Result<Vec<Value>, String>, String> {
     let d = dec(&messages(&[payload]))?;
     if let Some(e) = d.errors.first() {
         return Ok(Err(e.reason.clone()));
@@ -483,14 +494,16 @@ pub fn check_serialization(
     let enc = match encoder(&opts, &rt) {
         Ok(e) => e,
         Err(e) => {
-            r.failures.push(format!("{rel}: encoder refused: {}", e.message));
+            r.failures
+                .push(format!("{rel}: encoder refused: {}", e.message));
             return r;
         }
     };
     let dec = match decoder(&opts, &rt) {
         Ok(d) => d,
         Err(e) => {
-            r.failures.push(format!("{rel}: decoder refused: {}", e.message));
+            r.failures
+                .push(format!("{rel}: decoder refused: {}", e.message));
             return r;
         }
     };
@@ -500,10 +513,15 @@ pub fn check_serialization(
             Some(i) => &table["rows"][i.as_u64().unwrap() as usize]["values"],
             None => &v["values"],
         };
-        let what = format!("{rel} [{name}{}]", v.get("values").map(|x| x.to_string()).unwrap_or_default());
+        let what = format!(
+            "{rel} [{name}{}]",
+            v.get("values").map(|x| x.to_string()).unwrap_or_default()
+        );
         // Encode.
         match to_row(&rt, obj) {
-            Err(e) => r.notes.push(format!("{what}: not encoded, our types cannot hold it: {e}")),
+            Err(e) => r.notes.push(format!(
+                "{what}: not encoded, our types cannot hold it: {e}"
+            )),
             Ok(row) => {
                 r.checked += 1;
                 match enc(&batch(&rt, &[row])) {
@@ -535,7 +553,8 @@ pub fn check_serialization(
                             (Json::Null, None, None) => {
                                 // Flink: a null payload; ours is empty.
                                 if !payload(&out, 0).is_empty() {
-                                    r.failures.push(format!("{what}: expected an empty (null) payload"));
+                                    r.failures
+                                        .push(format!("{what}: expected an empty (null) payload"));
                                 }
                             }
                             _ => {}
@@ -577,9 +596,8 @@ fn compare(
     match (got, expected) {
         (Ok(g), Ok(e)) => {
             if !same_row(&g, &e) {
-                r.failures.push(format!(
-                    "{what}: decoded\n   ours  {g:?}\n   flink {e:?}"
-                ))
+                r.failures
+                    .push(format!("{what}: decoded\n   ours  {g:?}\n   flink {e:?}"))
             }
         }
         (Err(_), Err(_)) => {}
@@ -604,15 +622,18 @@ pub fn check_deserialization(rel: &str, decoder: &Factory<DecodeFn>) -> Report {
     if let Some(ce) = file.get("config_error") {
         r.checked += 1;
         if dec.is_ok() {
-            r.failures
-                .push(format!("{rel}: Flink refused the options ({}), we did not", ce["message"]));
+            r.failures.push(format!(
+                "{rel}: Flink refused the options ({}), we did not",
+                ce["message"]
+            ));
         }
         return r;
     }
     let dec = match dec {
         Ok(d) => d,
         Err(e) => {
-            r.failures.push(format!("{rel}: decoder refused: {}", e.message));
+            r.failures
+                .push(format!("{rel}: decoder refused: {}", e.message));
             return r;
         }
     };
@@ -698,5 +719,78 @@ impl Rng {
                 }
             })
             .collect()
+    }
+}
+
+/// Inputs for "no input panics a decoder" tests: every payload of the format's vector files, each
+/// also truncated and mutated, plus random bytes biased towards `alphabet`. Deterministic.
+pub fn fuzz_inputs(format: &str, alphabet: &[u8], random: usize) -> Vec<Vec<u8>> {
+    let mut seeds: Vec<Vec<u8>> = Vec::new();
+    for f in files(format, false).into_iter().chain(files(format, true)) {
+        let file = load(&f);
+        let items = file
+            .get("vectors")
+            .or_else(|| file.get("cases"))
+            .and_then(|v| v.as_array())
+            .cloned()
+            .unwrap_or_default();
+        for v in items {
+            if let Some(b64) = v["base64"].as_str() {
+                let mut b = Vec::new();
+                if crate::b64::decode(b64.as_bytes(), &mut b).is_ok() {
+                    seeds.push(b);
+                }
+            }
+        }
+    }
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ format.len() as u64);
+    let mut out = Vec::new();
+    for s in &seeds {
+        out.push(s.clone());
+        for _ in 0..4 {
+            let mut m = s.clone();
+            if !m.is_empty() {
+                let cut = rng.below(m.len() as u64) as usize;
+                if rng.next() & 1 == 0 {
+                    m.truncate(cut);
+                } else {
+                    for _ in 0..1 + rng.below(4) {
+                        let i = rng.below(m.len() as u64) as usize;
+                        m[i] = if rng.next() & 1 == 0 {
+                            alphabet[rng.below(alphabet.len() as u64) as usize]
+                        } else {
+                            rng.next() as u8
+                        };
+                    }
+                }
+            }
+            out.push(m);
+        }
+    }
+    for _ in 0..random {
+        out.push(rng.bytes(64, alphabet));
+    }
+    out
+}
+
+/// Decodes every input one message at a time and in batches of 64 with `decode`, checking the
+/// contract (one row or one error per message, ascending errors) along the way.
+pub fn no_panics(
+    rt: &RowType,
+    inputs: &[Vec<u8>],
+    decode: &dyn Fn(&MessageBatch) -> Result<DecodedBatch, String>,
+) {
+    for chunk in inputs.chunks(64) {
+        let refs: Vec<&[u8]> = chunk.iter().map(|v| v.as_slice()).collect();
+        let batch = messages(&refs);
+        let d = decode(&batch).expect("decode-batch");
+        assert_eq!(
+            d.rows.row_count as usize + d.errors.len(),
+            chunk.len(),
+            "every message gives a row or an error"
+        );
+        assert!(d.errors.windows(2).all(|w| w[0].index < w[1].index));
+        // The columns must be readable for the row type.
+        read_rows(rt, &d.rows).expect("decoded columns match the row type");
     }
 }

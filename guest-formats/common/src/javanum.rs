@@ -60,7 +60,11 @@ pub fn write_f64(v: f64, out: &mut Vec<u8>) {
     } else if v.is_infinite() {
         out.extend_from_slice(if v > 0.0 { b"Infinity" } else { b"-Infinity" });
     } else if v == 0.0 {
-        out.extend_from_slice(if v.is_sign_negative() { b"-0.0" } else { b"0.0" });
+        out.extend_from_slice(if v.is_sign_negative() {
+            b"-0.0"
+        } else {
+            b"0.0"
+        });
     } else {
         let (neg, mut digits, mut exp) = digits_exp(&format!("{v:e}"));
         if digits.len() == 1 {
@@ -80,7 +84,11 @@ pub fn write_f32(v: f32, out: &mut Vec<u8>) {
     } else if v.is_infinite() {
         out.extend_from_slice(if v > 0.0 { b"Infinity" } else { b"-Infinity" });
     } else if v == 0.0 {
-        out.extend_from_slice(if v.is_sign_negative() { b"-0.0" } else { b"0.0" });
+        out.extend_from_slice(if v.is_sign_negative() {
+            b"-0.0"
+        } else {
+            b"0.0"
+        });
     } else {
         let (neg, mut digits, mut exp) = digits_exp(&format!("{v:e}"));
         if digits.len() == 1 {
@@ -97,10 +105,17 @@ pub fn write_f32(v: f32, out: &mut Vec<u8>) {
 pub fn parse_f64(s: &str) -> Option<f64> {
     let t = s.trim_matches(|c: char| c <= ' ');
     let body = t.strip_prefix(['+', '-']).unwrap_or(t);
-    if body.eq_ignore_ascii_case("nan") || body.eq_ignore_ascii_case("inf") || body.eq_ignore_ascii_case("infinity") {
+    if body.eq_ignore_ascii_case("nan")
+        || body.eq_ignore_ascii_case("inf")
+        || body.eq_ignore_ascii_case("infinity")
+    {
         return match body {
             "NaN" => Some(f64::NAN),
-            "Infinity" => Some(if t.starts_with('-') { f64::NEG_INFINITY } else { f64::INFINITY }),
+            "Infinity" => Some(if t.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }),
             _ => None,
         };
     }
@@ -112,10 +127,17 @@ pub fn parse_f64(s: &str) -> Option<f64> {
 pub fn parse_f32(s: &str) -> Option<f32> {
     let t = s.trim_matches(|c: char| c <= ' ');
     let body = t.strip_prefix(['+', '-']).unwrap_or(t);
-    if body.eq_ignore_ascii_case("nan") || body.eq_ignore_ascii_case("inf") || body.eq_ignore_ascii_case("infinity") {
+    if body.eq_ignore_ascii_case("nan")
+        || body.eq_ignore_ascii_case("inf")
+        || body.eq_ignore_ascii_case("infinity")
+    {
         return match body {
             "NaN" => Some(f32::NAN),
-            "Infinity" => Some(if t.starts_with('-') { f32::NEG_INFINITY } else { f32::INFINITY }),
+            "Infinity" => Some(if t.starts_with('-') {
+                f32::NEG_INFINITY
+            } else {
+                f32::INFINITY
+            }),
             _ => None,
         };
     }

@@ -53,7 +53,9 @@ pub fn bool_option(
         Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
         Some(v) => Err(config_error(
             Some(name),
-            format!("Unrecognized option for boolean: {v}. Expected either true or false(case insensitive)"),
+            format!(
+                "Unrecognized option for boolean: {v}. Expected either true or false(case insensitive)"
+            ),
         )),
     }
 }
@@ -111,7 +113,11 @@ pub fn type_string(row_type: &RowType, ty: usize) -> String {
             "ROW<{}>",
             fields
                 .iter()
-                .map(|f| format!("`{}` {}", f.name, type_string(row_type, f.type_index as usize)))
+                .map(|f| format!(
+                    "`{}` {}",
+                    f.name,
+                    type_string(row_type, f.type_index as usize)
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -208,7 +214,6 @@ pub fn utf8_lossy_java(mut b: &[u8], out: &mut Vec<u8>) {
         }
     }
 }
-
 
 /// Java's `String.hashCode` (over UTF-16 code units).
 pub fn java_string_hash(s: &str) -> i32 {

@@ -43,9 +43,17 @@ pub struct CsvOptions {
     pub null_literal: Option<String>,
 }
 
-fn single_char(options: &[(String, String)], name: &str, default: Option<char>) -> Result<Option<char>, ConfigError> {
+fn single_char(
+    options: &[(String, String)],
+    name: &str,
+    default: Option<char>,
+) -> Result<Option<char>, ConfigError> {
     // Not trimmed: a tab is a valid delimiter.
-    match options.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()) {
+    match options
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+    {
         None => Ok(default),
         Some(v) => {
             let mut chars = v.chars();
@@ -110,7 +118,11 @@ fn check_types(rt: &RowType) -> Result<(), ConfigError> {
             DataType::Map(_) => {
                 return Err(config_error(
                     None,
-                    format!("Unsupported type '{}' for field '{}'.", type_string(rt, ty), f.name),
+                    format!(
+                        "Unsupported type '{}' for field '{}'.",
+                        type_string(rt, ty),
+                        f.name
+                    ),
                 ));
             }
             DataType::Array(e) => vec![*e as usize],
@@ -222,7 +234,12 @@ impl Decoder {
             return Ok(false);
         }
         let mut buf = [0u8; 4];
-        let delim = self.opts.delimiter.encode_utf8(&mut buf).as_bytes().to_vec();
+        let delim = self
+            .opts
+            .delimiter
+            .encode_utf8(&mut buf)
+            .as_bytes()
+            .to_vec();
         let quote = self.opts.quote.map(|q| q.to_string().into_bytes());
         let esc = self.opts.escape.map(|q| q.to_string().into_bytes());
         loop {
@@ -386,7 +403,11 @@ impl Decoder {
             DataType::Row(fields) => {
                 let children = cols.row_children(c).to_vec();
                 let d = self.opts.array_delimiter.as_bytes();
-                let parts: Vec<&[u8]> = if text.is_empty() { Vec::new() } else { split(text, d).collect() };
+                let parts: Vec<&[u8]> = if text.is_empty() {
+                    Vec::new()
+                } else {
+                    split(text, d).collect()
+                };
                 for (k, (f, ch)) in fields.iter().zip(children).enumerate() {
                     match parts.get(k) {
                         Some(p) => self.scalar(p, ch, f.type_index as usize, cols)?,
@@ -415,10 +436,16 @@ impl Decoder {
             DataType::Smallint => cols.push_i16(c, trimmed.parse().map_err(|_| bad("SMALLINT"))?),
             DataType::Int => cols.push_i32(c, trimmed.parse().map_err(|_| bad("INT"))?),
             DataType::Bigint => cols.push_i64(c, trimmed.parse().map_err(|_| bad("BIGINT"))?),
-            DataType::Float => cols.push_f32(c, javanum::parse_f32(trimmed).ok_or_else(|| bad("FLOAT"))?),
-            DataType::Double => cols.push_f64(c, javanum::parse_f64(trimmed).ok_or_else(|| bad("DOUBLE"))?),
+            DataType::Float => {
+                cols.push_f32(c, javanum::parse_f32(trimmed).ok_or_else(|| bad("FLOAT"))?)
+            }
+            DataType::Double => {
+                cols.push_f64(c, javanum::parse_f64(trimmed).ok_or_else(|| bad("DOUBLE"))?)
+            }
             DataType::Decimal(d) => {
-                match decimal::parse(trimmed.as_bytes(), d.precision, d.scale).map_err(Fail::Field)? {
+                match decimal::parse(trimmed.as_bytes(), d.precision, d.scale)
+                    .map_err(Fail::Field)?
+                {
                     Some(v) => cols.push_decimal(c, v),
                     None => cols.push_null(c),
                 }
@@ -450,7 +477,9 @@ impl Decoder {
             DataType::Timestamp(p) | DataType::TimestampLtz(p) => {
                 let ltz = matches!(node.data_type, DataType::TimestampLtz(_));
                 let ok = match parse_timestamp_prefix(text, b' ') {
-                    Some((v, rest)) if (ltz && rest == b"Z") || (!ltz && rest.is_empty()) => Some(v),
+                    Some((v, rest)) if (ltz && rest == b"Z") || (!ltz && rest.is_empty()) => {
+                        Some(v)
+                    }
                     _ => None,
                 };
                 let (secs, nanos) = ok.ok_or_else(|| {
@@ -496,7 +525,9 @@ fn sql_date(s: &str) -> Option<i64> {
         || y.len() != 4
         || !(1..=2).contains(&m.len())
         || !(1..=2).contains(&d.len())
-        || ![y, m, d].iter().all(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        || ![y, m, d]
+            .iter()
+            .all(|p| p.bytes().all(|b| b.is_ascii_digit()))
     {
         return None;
     }
@@ -514,7 +545,12 @@ impl Encoder {
         let mut out = Payloads::with_capacity(rows.len());
         let mut field = Vec::new();
         let mut buf = [0u8; 4];
-        let delim = self.opts.delimiter.encode_utf8(&mut buf).as_bytes().to_vec();
+        let delim = self
+            .opts
+            .delimiter
+            .encode_utf8(&mut buf)
+            .as_bytes()
+            .to_vec();
         for row in &rows {
             for (i, (f, v)) in self.rt.fields.iter().zip(row).enumerate() {
                 if i > 0 {
@@ -524,8 +560,13 @@ impl Encoder {
                 field.clear();
                 match v {
                     Value::Null => self.null(&mut out.payloads),
-                    Value::Bool(_) | Value::I8(_) | Value::I16(_) | Value::I32(_) | Value::I64(_)
-                    | Value::F32(_) | Value::F64(_) => self.text(ty, v, &mut out.payloads),
+                    Value::Bool(_)
+                    | Value::I8(_)
+                    | Value::I16(_)
+                    | Value::I32(_)
+                    | Value::I64(_)
+                    | Value::F32(_)
+                    | Value::F64(_) => self.text(ty, v, &mut out.payloads),
                     Value::Array(items) => {
                         let e = match &self.rt.types[ty].data_type {
                             DataType::Array(e) => *e as usize,
@@ -539,7 +580,10 @@ impl Encoder {
                             return Err("ROW value for a non-ROW type".into());
                         };
                         self.join(
-                            fields.iter().map(|f| f.type_index as usize).zip(values.iter()),
+                            fields
+                                .iter()
+                                .map(|f| f.type_index as usize)
+                                .zip(values.iter()),
                             &mut field,
                         );
                         self.string(&field, &mut out.payloads);
@@ -587,7 +631,11 @@ impl Encoder {
             Value::F32(x) => javanum::write_f32(*x, out),
             Value::F64(x) => javanum::write_f64(*x, out),
             Value::Decimal(x) => {
-                let scale = if let DataType::Decimal(d) = dt { i32::from(d.scale) } else { 0 };
+                let scale = if let DataType::Decimal(d) = dt {
+                    i32::from(d.scale)
+                } else {
+                    0
+                };
                 let (u, s) = decimal::strip(*x, scale);
                 decimal::write_plain(u, s, out);
             }
@@ -656,11 +704,17 @@ mod component {
         type Decoder = super::Decoder;
         type Encoder = super::Encoder;
 
-        fn create_decoder(options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+        fn create_decoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Decoder, ConfigError> {
             super::decoder(&options, &row_type).map(codec::Decoder::new)
         }
 
-        fn create_encoder(options: Options, row_type: RowType) -> Result<codec::Encoder, ConfigError> {
+        fn create_encoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Encoder, ConfigError> {
             super::encoder(&options, &row_type).map(codec::Encoder::new)
         }
     }

@@ -58,13 +58,15 @@ fn option_errors() {
     let rt = golden::row_type(&[("a".into(), "INT".into())]);
     let o = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
     assert!(csv_format::decoder(&o("field-delimiter", ";;"), &rt).is_err());
-    assert!(csv_format::decoder(
-        &[
-            ("disable-quote-character".into(), "true".into()),
-            ("quote-character".into(), "'".into())
-        ],
-        &rt
-    )
-    .is_err());
+    assert!(
+        csv_format::decoder(
+            &[
+                ("disable-quote-character".into(), "true".into()),
+                ("quote-character".into(), "'".into())
+            ],
+            &rt
+        )
+        .is_err()
+    );
     assert!(csv_format::decoder(&o("no-such-option", "x"), &rt).is_err());
 }

@@ -149,9 +149,17 @@ pub fn decoder(options: &[(String, String)], row_type: &RowType) -> Result<Decod
     check_types(row_type)?;
     let cols = Cols::new(row_type);
     let top = RowPlan {
-        names: row_type.fields.iter().map(|f| f.name.as_bytes().to_vec()).collect(),
+        names: row_type
+            .fields
+            .iter()
+            .map(|f| f.name.as_bytes().to_vec())
+            .collect(),
         cols: (0..row_type.fields.len()).collect(),
-        tys: row_type.fields.iter().map(|f| f.type_index as usize).collect(),
+        tys: row_type
+            .fields
+            .iter()
+            .map(|f| f.type_index as usize)
+            .collect(),
     };
     let nested = cols
         .cols
@@ -321,9 +329,7 @@ impl<'a> Parser<'a> {
                     }
                 }
                 c if c < 0x20 => {
-                    return syntax(format!(
-                        "illegal unquoted character (code {c}) in a string"
-                    ));
+                    return syntax(format!("illegal unquoted character (code {c}) in a string"));
                 }
                 c => self.scratch.push(c),
             }
@@ -424,7 +430,9 @@ impl<'a> Parser<'a> {
                             self.i += 1;
                             return Ok(());
                         }
-                        None => return syntax("unexpected end-of-input within/between Object entries"),
+                        None => {
+                            return syntax("unexpected end-of-input within/between Object entries");
+                        }
                         Some(_) => return syntax("was expecting comma to separate Object entries"),
                     }
                 }
@@ -443,7 +451,9 @@ impl<'a> Parser<'a> {
                             self.i += 1;
                             return Ok(());
                         }
-                        None => return syntax("unexpected end-of-input within/between Array entries"),
+                        None => {
+                            return syntax("unexpected end-of-input within/between Array entries");
+                        }
                         Some(_) => return syntax("was expecting comma to separate Array entries"),
                     }
                 }
@@ -548,7 +558,12 @@ impl Decoder {
         Ok(format_common::decoded(cols, errors))
     }
 
-    fn message<'a>(&self, p: &mut Parser<'a>, payload: &'a [u8], cols: &mut Cols) -> Result<(), String> {
+    fn message<'a>(
+        &self,
+        p: &mut Parser<'a>,
+        payload: &'a [u8],
+        cols: &mut Cols,
+    ) -> Result<(), String> {
         if payload.is_empty() {
             return Err(format!("{SKIPPED}empty payload"));
         }
@@ -562,7 +577,9 @@ impl Decoder {
         if let Err(e) = std::str::from_utf8(payload) {
             return Err(skip(format!("invalid UTF-8 in the JSON payload: {e}")));
         }
-        let payload = payload.strip_prefix("\u{feff}".as_bytes()).unwrap_or(payload);
+        let payload = payload
+            .strip_prefix("\u{feff}".as_bytes())
+            .unwrap_or(payload);
         p.s = payload;
         p.i = 0;
         match p.peek() {
@@ -570,7 +587,8 @@ impl Decoder {
             None => return Err(skip("no JSON content".into())),
             Some(_) => {
                 return Err(skip(
-                    "the payload is not a JSON object (No content to map due to end-of-input)".into(),
+                    "the payload is not a JSON object (No content to map due to end-of-input)"
+                        .into(),
                 ));
             }
         }
@@ -583,7 +601,13 @@ impl Decoder {
 
     /// Reads an object (at `{`) into the fields of `plan`. `row`: the nested ROW column being filled,
     /// whose children hold `base` values before this object; `None` for the top level.
-    fn object(&self, p: &mut Parser<'_>, plan: &RowPlan, cols: &mut Cols, row: Option<usize>) -> R<()> {
+    fn object(
+        &self,
+        p: &mut Parser<'_>,
+        plan: &RowPlan,
+        cols: &mut Cols,
+        row: Option<usize>,
+    ) -> R<()> {
         p.i += 1;
         let n = plan.cols.len();
         let base = match row {
@@ -679,7 +703,14 @@ impl Decoder {
 
     /// One field value: conversion errors name the field; with `ignore-parse-errors` they make the
     /// value NULL.
-    fn field(&self, p: &mut Parser<'_>, c: usize, ty: usize, cols: &mut Cols, name: &[u8]) -> R<()> {
+    fn field(
+        &self,
+        p: &mut Parser<'_>,
+        c: usize,
+        ty: usize,
+        cols: &mut Cols,
+        name: &[u8],
+    ) -> R<()> {
         match self.value(p, c, ty, cols) {
             Err(Fail::Convert(m)) => Err(Fail::Convert(format!(
                 "Fail to deserialize at field: {}: {m}",
@@ -931,8 +962,14 @@ impl Decoder {
                                 p.i += 1;
                                 break;
                             }
-                            None => return syntax("Unexpected end-of-input within/between Array entries"),
-                            Some(_) => return syntax("was expecting comma to separate Array entries"),
+                            None => {
+                                return syntax(
+                                    "Unexpected end-of-input within/between Array entries",
+                                );
+                            }
+                            Some(_) => {
+                                return syntax("was expecting comma to separate Array entries");
+                            }
                         }
                     }
                 }
@@ -962,8 +999,14 @@ impl Decoder {
                                 p.i += 1;
                                 break;
                             }
-                            None => return syntax("Unexpected end-of-input within/between Object entries"),
-                            Some(_) => return syntax("was expecting comma to separate Object entries"),
+                            None => {
+                                return syntax(
+                                    "Unexpected end-of-input within/between Object entries",
+                                );
+                            }
+                            Some(_) => {
+                                return syntax("was expecting comma to separate Object entries");
+                            }
                         }
                     }
                 }
@@ -1074,7 +1117,12 @@ impl Encoder {
         Ok(out.finish())
     }
 
-    fn row(&self, fields: &[format_common::Field], values: &[Value], out: &mut Vec<u8>) -> Result<(), String> {
+    fn row(
+        &self,
+        fields: &[format_common::Field],
+        values: &[Value],
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
         out.push(b'{');
         let mut first = true;
         for (f, v) in fields.iter().zip(values) {
@@ -1165,7 +1213,11 @@ impl Encoder {
                 out.push(b'"');
             }
             Value::Array(items) => {
-                let e = if let DataType::Array(e) = dt { *e as usize } else { 0 };
+                let e = if let DataType::Array(e) = dt {
+                    *e as usize
+                } else {
+                    0
+                };
                 out.push(b'[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
@@ -1176,7 +1228,11 @@ impl Encoder {
                 out.push(b']');
             }
             Value::Map(entries) => {
-                let vt = if let DataType::Map(m) = dt { m.value as usize } else { 0 };
+                let vt = if let DataType::Map(m) = dt {
+                    m.value as usize
+                } else {
+                    0
+                };
                 // Jackson's ObjectNode: a repeated key keeps its first position, the last value.
                 let mut keyed: Vec<(&[u8], &Value)> = Vec::with_capacity(entries.len());
                 for (k, val) in entries {
@@ -1228,11 +1284,17 @@ mod component {
         type Decoder = super::Decoder;
         type Encoder = super::Encoder;
 
-        fn create_decoder(options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+        fn create_decoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Decoder, ConfigError> {
             super::decoder(&options, &row_type).map(codec::Decoder::new)
         }
 
-        fn create_encoder(options: Options, row_type: RowType) -> Result<codec::Encoder, ConfigError> {
+        fn create_encoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Encoder, ConfigError> {
             super::encoder(&options, &row_type).map(codec::Encoder::new)
         }
     }

@@ -210,9 +210,9 @@ pub fn encoder(options: &[(String, String)], row_type: &RowType) -> Result<Encod
 }
 
 fn fixed<const N: usize>(b: &[u8], le: bool, name: &str) -> Result<[u8; N], String> {
-    let mut a: [u8; N] = b.try_into().map_err(|_| {
-        format!("Size of data received for deserializing {name} type is not {N}.")
-    })?;
+    let mut a: [u8; N] = b
+        .try_into()
+        .map_err(|_| format!("Size of data received for deserializing {name} type is not {N}."))?;
     if le {
         a.reverse();
     }
@@ -231,34 +231,44 @@ impl Raw {
             let dt = &self.rt.types[self.ty].data_type;
             let text = matches!(dt, DataType::Char(_) | DataType::Varchar(_));
             let binary = matches!(dt, DataType::Binary(_) | DataType::Varbinary(_));
-            let r: Result<(), String> = if p.is_empty() && !text && !binary {
-                if nullable {
-                    cols.push_null(0);
-                    Ok(())
+            let r: Result<(), String> =
+                if p.is_empty() && !text && !binary {
+                    if nullable {
+                        cols.push_null(0);
+                        Ok(())
+                    } else {
+                        Err("empty payload (NULL) for a NOT NULL column".into())
+                    }
                 } else {
-                    Err("empty payload (NULL) for a NOT NULL column".into())
-                }
-            } else {
-                match dt {
-                    DataType::Char(_) | DataType::Varchar(_) => {
-                        self.charset.decode(p, cols.bytes_buf(0));
-                        cols.finish_bytes(0);
-                        Ok(())
+                    match dt {
+                        DataType::Char(_) | DataType::Varchar(_) => {
+                            self.charset.decode(p, cols.bytes_buf(0));
+                            cols.finish_bytes(0);
+                            Ok(())
+                        }
+                        DataType::Binary(_) | DataType::Varbinary(_) => {
+                            cols.push_bytes(0, p);
+                            Ok(())
+                        }
+                        DataType::Boolean => {
+                            fixed::<1>(p, false, "BOOLEAN").map(|b| cols.push_bool(0, b[0] != 0))
+                        }
+                        DataType::Tinyint => {
+                            fixed::<1>(p, false, "TINYINT").map(|b| cols.push_i8(0, b[0] as i8))
+                        }
+                        DataType::Smallint => fixed::<2>(p, le, "SMALLINT")
+                            .map(|b| cols.push_i16(0, i16::from_be_bytes(b))),
+                        DataType::Int => fixed::<4>(p, le, "INT")
+                            .map(|b| cols.push_i32(0, i32::from_be_bytes(b))),
+                        DataType::Bigint => fixed::<8>(p, le, "BIGINT")
+                            .map(|b| cols.push_i64(0, i64::from_be_bytes(b))),
+                        DataType::Float => fixed::<4>(p, le, "FLOAT")
+                            .map(|b| cols.push_f32(0, f32::from_be_bytes(b))),
+                        DataType::Double => fixed::<8>(p, le, "DOUBLE")
+                            .map(|b| cols.push_f64(0, f64::from_be_bytes(b))),
+                        _ => Err("unsupported type".into()),
                     }
-                    DataType::Binary(_) | DataType::Varbinary(_) => {
-                        cols.push_bytes(0, p);
-                        Ok(())
-                    }
-                    DataType::Boolean => fixed::<1>(p, false, "BOOLEAN").map(|b| cols.push_bool(0, b[0] != 0)),
-                    DataType::Tinyint => fixed::<1>(p, false, "TINYINT").map(|b| cols.push_i8(0, b[0] as i8)),
-                    DataType::Smallint => fixed::<2>(p, le, "SMALLINT").map(|b| cols.push_i16(0, i16::from_be_bytes(b))),
-                    DataType::Int => fixed::<4>(p, le, "INT").map(|b| cols.push_i32(0, i32::from_be_bytes(b))),
-                    DataType::Bigint => fixed::<8>(p, le, "BIGINT").map(|b| cols.push_i64(0, i64::from_be_bytes(b))),
-                    DataType::Float => fixed::<4>(p, le, "FLOAT").map(|b| cols.push_f32(0, f32::from_be_bytes(b))),
-                    DataType::Double => fixed::<8>(p, le, "DOUBLE").map(|b| cols.push_f64(0, f64::from_be_bytes(b))),
-                    _ => Err("unsupported type".into()),
-                }
-            };
+                };
             match r {
                 Ok(()) => cols.end_row(),
                 Err(reason) => errors.push(RowError {
@@ -292,7 +302,9 @@ impl Raw {
                             .map_err(|e| format!("row {i}: invalid UTF-8: {e}"))?;
                         self.charset.encode(s, o);
                     }
-                    (_, ColumnData::Bytes(b)) => o.extend_from_slice(slice_at(&b.data, &b.offsets, i)),
+                    (_, ColumnData::Bytes(b)) => {
+                        o.extend_from_slice(slice_at(&b.data, &b.offsets, i))
+                    }
                     (_, ColumnData::Bits(b)) => {
                         o.push(u8::from(bit(Some(b), i)));
                     }
@@ -321,11 +333,17 @@ mod component {
         type Decoder = super::Raw;
         type Encoder = RawEncoder;
 
-        fn create_decoder(options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+        fn create_decoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Decoder, ConfigError> {
             super::decoder(&options, &row_type).map(codec::Decoder::new)
         }
 
-        fn create_encoder(options: Options, row_type: RowType) -> Result<codec::Encoder, ConfigError> {
+        fn create_encoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Encoder, ConfigError> {
             super::encoder(&options, &row_type).map(|r| codec::Encoder::new(RawEncoder(r)))
         }
     }

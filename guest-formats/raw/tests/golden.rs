@@ -51,15 +51,20 @@ fn unsupported_types_are_config_errors() {
     for (ty, flink) in file["unsupported_types"].as_object().unwrap() {
         let rt = golden::row_type(&[("value".into(), ty.clone())]);
         let e = raw_format::decoder(&[], &rt).expect_err(ty);
-        assert_eq!(e.message, flink["message"].as_str().unwrap().replace("`a`", "a").replace("ROW<a INT>", "ROW<`a` INT>"), "{ty}");
+        assert_eq!(
+            e.message,
+            flink["message"]
+                .as_str()
+                .unwrap()
+                .replace("`a`", "a")
+                .replace("ROW<a INT>", "ROW<`a` INT>"),
+            "{ty}"
+        );
         assert!(raw_format::encoder(&[], &rt).is_err());
     }
     let rt = golden::row_type(&[("a".into(), "INT".into()), ("b".into(), "INT".into())]);
     let e = raw_format::decoder(&[], &rt).expect_err("two columns");
-    assert_eq!(
-        e.message,
-        file["two_columns"]["message"].as_str().unwrap()
-    );
+    assert_eq!(e.message, file["two_columns"]["message"].as_str().unwrap());
 }
 
 #[test]
@@ -67,7 +72,10 @@ fn null_and_empty_payloads() {
     let rt = golden::row_type(&[("value".into(), "INT".into())]);
     let r = raw_format::encoder(&[], &rt).unwrap();
     let out = r
-        .encode(&golden::batch(&rt, &[vec![Value::Null], vec![Value::I32(7)]]))
+        .encode(&golden::batch(
+            &rt,
+            &[vec![Value::Null], vec![Value::I32(7)]],
+        ))
         .unwrap();
     assert_eq!(out.offsets, vec![0, 0, 4]);
     let d = r.decode(&golden::messages(&[b"", &[0, 0, 0, 7]])).unwrap();
@@ -78,5 +86,8 @@ fn null_and_empty_payloads() {
     let rt = golden::row_type(&[("value".into(), "STRING".into())]);
     let r = raw_format::decoder(&[], &rt).unwrap();
     let d = r.decode(&golden::messages(&[b""])).unwrap();
-    assert_eq!(golden::rows(&rt, &d.rows), vec![vec![Value::String(String::new())]]);
+    assert_eq!(
+        golden::rows(&rt, &d.rows),
+        vec![vec![Value::String(String::new())]]
+    );
 }
