@@ -27,7 +27,6 @@ pub const OPTIONS: &[&str] = &[
     "array-element-delimiter",
     "escape-character",
     "null-literal",
-    "write-bigdecimal-in-scientific-notation",
 ];
 
 /// Parsed options.
