@@ -15,6 +15,6 @@ fn random_bytes_never_panic() {
 
 const ALPHABET: &[u8] = &[0, 1, 2, 3, 4, 0x7f, 0x80, 0xff, 0xfe, 0x81];
 
-fn cases() -> Vec<(Vec<(String, String)>, Vec<(String, String)>)> {
+fn cases() -> Vec<golden::Case> {
     vec![(golden::columns(&golden::load("avro/default.json")), vec![])]
 }

@@ -550,13 +550,10 @@ pub fn check_serialization(
                                     ));
                                 }
                             }
-                            (Json::Null, None, None) => {
-                                // Flink: a null payload; ours is empty.
-                                if !payload(&out, 0).is_empty() {
-                                    r.failures
-                                        .push(format!("{what}: expected an empty (null) payload"));
-                                }
-                            }
+                            // Flink: a null payload; ours is empty.
+                            (Json::Null, None, None) if !payload(&out, 0).is_empty() => r
+                                .failures
+                                .push(format!("{what}: expected an empty (null) payload")),
                             _ => {}
                         }
                     }
@@ -696,7 +693,7 @@ pub fn hex(s: &str) -> Vec<u8> {
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -704,7 +701,7 @@ impl Rng {
     }
 
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
 
     /// Random bytes, biased towards `alphabet` half the time.
@@ -712,10 +709,10 @@ impl Rng {
         let n = self.below(max as u64 + 1) as usize;
         (0..n)
             .map(|_| {
-                if !alphabet.is_empty() && self.next() & 1 == 0 {
+                if !alphabet.is_empty() && self.next_u64() & 1 == 0 {
                     alphabet[self.below(alphabet.len() as u64) as usize]
                 } else {
-                    self.next() as u8
+                    self.next_u64() as u8
                 }
             })
             .collect()
@@ -751,15 +748,15 @@ pub fn fuzz_inputs(format: &str, alphabet: &[u8], random: usize) -> Vec<Vec<u8>>
             let mut m = s.clone();
             if !m.is_empty() {
                 let cut = rng.below(m.len() as u64) as usize;
-                if rng.next() & 1 == 0 {
+                if rng.next_u64() & 1 == 0 {
                     m.truncate(cut);
                 } else {
                     for _ in 0..1 + rng.below(4) {
                         let i = rng.below(m.len() as u64) as usize;
-                        m[i] = if rng.next() & 1 == 0 {
+                        m[i] = if rng.next_u64() & 1 == 0 {
                             alphabet[rng.below(alphabet.len() as u64) as usize]
                         } else {
-                            rng.next() as u8
+                            rng.next_u64() as u8
                         };
                     }
                 }
@@ -794,3 +791,6 @@ pub fn no_panics(
         read_rows(rt, &d.rows).expect("decoded columns match the row type");
     }
 }
+
+/// Columns (name, Flink type) and options: one configuration of a format.
+pub type Case = (Vec<(String, String)>, Vec<(String, String)>);

@@ -15,7 +15,7 @@ fn random_bytes_never_panic() {
 
 const ALPHABET: &[u8] = b",;|\"'\\#\n\r 0123456789.-eEtrufalsNUL:T";
 
-fn cases() -> Vec<(Vec<(String, String)>, Vec<(String, String)>)> {
+fn cases() -> Vec<golden::Case> {
     let table = golden::columns(&golden::load("csv/default.json"));
     let decode = golden::columns(&golden::load("csv/decode-default.json"));
     let o = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];

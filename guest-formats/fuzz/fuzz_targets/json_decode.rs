@@ -7,7 +7,9 @@ include!("common.rs");
 
 fuzz_target!(|data: &[u8]| {
     run(data, &sets(), &|o, rt, m| {
-        json_format::decoder(o, rt).ok().map(|d| d.decode(m).expect("decode-batch"))
+        json_format::decoder(o, rt)
+            .ok()
+            .map(|d| d.decode(m).expect("decode-batch"))
     });
 });
 
@@ -16,6 +18,12 @@ fn sets() -> Vec<(&'static str, Vec<(String, String)>)> {
     vec![
         (ALL, opts(&[])),
         (ALL, opts(&[("ignore-parse-errors", "true")])),
-        (ALL, opts(&[("fail-on-missing-field", "true"), ("timestamp-format.standard", "ISO-8601")])),
+        (
+            ALL,
+            opts(&[
+                ("fail-on-missing-field", "true"),
+                ("timestamp-format.standard", "ISO-8601"),
+            ]),
+        ),
     ]
 }

@@ -676,7 +676,9 @@ impl Decoder {
                 }
             }
         }
-        for k in 0..n {
+        let all_seen = n <= 64 && seen_small == if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..if all_seen { 0 } else { n } {
             let seen = if n > 64 {
                 seen_big[k]
             } else {

@@ -15,7 +15,7 @@ fn random_bytes_never_panic() {
 
 const ALPHABET: &[u8] = b"{}[]\":,0123456789.-eE tfnrul\\\"abcdxyz_";
 
-fn cases() -> Vec<(Vec<(String, String)>, Vec<(String, String)>)> {
+fn cases() -> Vec<golden::Case> {
     let table = golden::columns(&golden::load("table.json"));
     let decode = golden::columns(&golden::load("json/decode-default.json"));
     let o = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];

@@ -15,7 +15,7 @@ fn random_bytes_never_panic() {
 
 const ALPHABET: &[u8] = &[0, 1, 0x7f, 0x80, 0xff, 0xfe, 0xd8, 0xdc, b'a'];
 
-fn cases() -> Vec<(Vec<(String, String)>, Vec<(String, String)>)> {
+fn cases() -> Vec<golden::Case> {
     let mut out = Vec::new();
     for ty in [
         "STRING",
