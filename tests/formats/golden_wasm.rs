@@ -364,14 +364,14 @@ fn flink_bytes_round_trip(formats: &Formats, format: &str, rel: &str, not_exact:
 #[test]
 fn flink_bytes_decode_and_encode_back_through_wasm() {
     let formats = Formats::new();
-    // `more-floats`: Java 17 writes Float.MIN_NORMAL as 1.17549435E-38, we write the shortest form.
-    let floats = &["more-floats"][..];
+    // Vectors whose re-encoded bytes may differ from Flink's: none so far.
+    let floats: &[&str] = &[];
     let mut checked = 0;
     for (format, rel, not_exact) in [
         ("json", "json/default.json", floats),
         ("json", "json/timestamp-iso8601.json", floats),
         ("json", "json/iso8601-literal-plain-number.json", floats),
-        ("avro", "avro/default.json", &[][..]),
+        ("avro", "avro/default.json", floats),
         ("csv", "csv/default.json", floats),
         (
             "csv",
