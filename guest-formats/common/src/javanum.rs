@@ -288,7 +288,7 @@ fn dtoa(bin_exp: i32, mut fract_bits: u64, n_significant_bits: i32) -> Digits {
             } else {
                 digits.push(b'0' + q as u8);
             }
-            if dec_exp < -3 || dec_exp >= 8 {
+            if !(-3..8).contains(&dec_exp) {
                 hi = false;
                 lo = false;
             }
@@ -323,7 +323,7 @@ fn dtoa(bin_exp: i32, mut fract_bits: u64, n_significant_bits: i32) -> Digits {
             } else {
                 digits.push(b'0' + q as u8);
             }
-            if dec_exp < -3 || dec_exp >= 8 {
+            if !(-3..8).contains(&dec_exp) {
                 hi = false;
                 lo = false;
             }
@@ -357,7 +357,7 @@ fn dtoa(bin_exp: i32, mut fract_bits: u64, n_significant_bits: i32) -> Digits {
         } else {
             digits.push(b'0' + q as u8);
         }
-        if dec_exp < -3 || dec_exp >= 8 {
+        if !(-3..8).contains(&dec_exp) {
             hi = false;
             lo = false;
         }
