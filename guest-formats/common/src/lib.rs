@@ -8,6 +8,7 @@ pub mod decimal;
 #[cfg(feature = "golden")]
 pub mod golden;
 pub mod javanum;
+pub mod read;
 pub mod temporal;
 
 pub use pulsar_connect_plugin::format::exports::pulsar_connect::plugin::codec::{

@@ -14,11 +14,12 @@
 //! ```
 
 use format_common::cols::Cols;
+use format_common::read::Reader;
 use format_common::temporal::{self, parse_date, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
     ColumnBatch, ConfigError, DataType, DecodedBatch, EncodedBatch, MessageBatch, Payloads,
-    RowError, RowType, SKIPPED, Value, bool_option, check_known, config_error, decimal, javanum,
-    option, slice_at, type_string, units_per_second,
+    RowError, RowType, SKIPPED, bool_option, check_known, config_error, decimal, javanum, option,
+    slice_at, type_string, units_per_second,
 };
 
 /// The options this format takes (without the `json.` prefix).
@@ -1106,174 +1107,219 @@ pub fn write_string(s: &[u8], out: &mut Vec<u8>) {
 
 impl Encoder {
     /// Encodes a batch: one payload per row; a row Flink cannot write (a NULL map key with
-    /// `map-null-key.mode` FAIL) gets a row error and an empty payload.
+    /// `map-null-key.mode` FAIL) gets a row error and an empty payload. Values are read straight from
+    /// the columns.
     pub fn encode(&self, batch: &ColumnBatch) -> Result<EncodedBatch, String> {
-        let rows = pulsar_connect_plugin::columns::read_rows(&self.rt, batch)?;
-        let mut out = Payloads::with_capacity(rows.len());
-        for (i, row) in rows.iter().enumerate() {
-            match self.row(&self.rt.fields, row, &mut out.payloads) {
-                Ok(()) => out.end(),
-                Err(e) => out.fail(i, e),
+        let r = Reader::new(&self.rt, batch)?;
+        let rows = batch.row_count as usize;
+        let mut out = Payloads::with_capacity(rows);
+        out.payloads.reserve(rows * 16 * self.rt.fields.len());
+        let prefixes: Vec<Vec<u8>> = self
+            .rt
+            .fields
+            .iter()
+            .map(|f| {
+                let mut p = Vec::new();
+                write_string(f.name.as_bytes(), &mut p);
+                p.push(b':');
+                p
+            })
+            .collect();
+        for i in 0..rows {
+            let o = &mut out.payloads;
+            o.push(b'{');
+            let mut first = true;
+            let mut failed = None;
+            for (c, f) in self.rt.fields.iter().enumerate() {
+                if self.opts.ignore_null_fields && r.is_null(c, i) {
+                    continue;
+                }
+                if !first {
+                    o.push(b',');
+                }
+                first = false;
+                o.extend_from_slice(&prefixes[c]);
+                if let Err(e) = self.col_value(&r, c, f.type_index as usize, i, o) {
+                    failed = Some(format!("Fail to serialize at field: {}. {e}", f.name));
+                    break;
+                }
+            }
+            o.push(b'}');
+            match failed {
+                None => out.end(),
+                Some(e) => out.fail(i, e),
             }
         }
         Ok(out.finish())
     }
 
-    fn row(
+    fn col_value(
         &self,
-        fields: &[format_common::Field],
-        values: &[Value],
+        r: &Reader<'_>,
+        c: usize,
+        ty: usize,
+        i: usize,
         out: &mut Vec<u8>,
     ) -> Result<(), String> {
-        out.push(b'{');
-        let mut first = true;
-        for (f, v) in fields.iter().zip(values) {
-            if self.opts.ignore_null_fields && v.is_null() {
-                continue;
-            }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            write_string(f.name.as_bytes(), out);
-            out.push(b':');
-            self.value(f.type_index as usize, v, out)
-                .map_err(|e| format!("Fail to serialize at field: {}. {e}", f.name))?;
+        if r.is_null(c, i) {
+            out.extend_from_slice(b"null");
+            return Ok(());
         }
-        out.push(b'}');
-        Ok(())
-    }
-
-    fn value(&self, ty: usize, v: &Value, out: &mut Vec<u8>) -> Result<(), String> {
         let dt = &self.rt.types[ty].data_type;
-        match v {
-            Value::Null => out.extend_from_slice(b"null"),
-            Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-            Value::I8(x) => out.extend_from_slice(x.to_string().as_bytes()),
-            Value::I16(x) => out.extend_from_slice(x.to_string().as_bytes()),
-            Value::I32(x) => out.extend_from_slice(x.to_string().as_bytes()),
-            Value::I64(x) => out.extend_from_slice(x.to_string().as_bytes()),
-            Value::F32(x) => {
-                if x.is_finite() {
-                    javanum::write_f32(*x, out);
-                } else {
+        match dt {
+            DataType::Boolean => {
+                out.extend_from_slice(if r.bool(c, i) { b"true" } else { b"false" })
+            }
+            DataType::Tinyint | DataType::Smallint | DataType::Int | DataType::Bigint => {
+                write_int(r.int(c, i), out);
+            }
+            DataType::Float => {
+                let x = r.f32(c, i);
+                let quote = !x.is_finite();
+                if quote {
                     out.push(b'"');
-                    javanum::write_f32(*x, out);
+                }
+                javanum::write_f32(x, out);
+                if quote {
                     out.push(b'"');
                 }
             }
-            Value::F64(x) => {
-                if x.is_finite() {
-                    javanum::write_f64(*x, out);
-                } else {
+            DataType::Double => {
+                let x = r.f64(c, i);
+                let quote = !x.is_finite();
+                if quote {
                     out.push(b'"');
-                    javanum::write_f64(*x, out);
+                }
+                javanum::write_f64(x, out);
+                if quote {
                     out.push(b'"');
                 }
             }
-            Value::Decimal(x) => {
-                let scale = match dt {
-                    DataType::Decimal(d) => i32::from(d.scale),
-                    _ => 0,
-                };
-                let (u, s) = decimal::strip(*x, scale);
+            DataType::Decimal(d) => {
+                let (u, s) = decimal::strip(r.decimal(c, i), i32::from(d.scale));
                 if self.opts.decimal_as_plain_number {
                     decimal::write_plain(u, s, out);
                 } else {
                     decimal::write_java(u, s, out);
                 }
             }
-            Value::String(s) => write_string(s.as_bytes(), out),
-            Value::Bytes(b) => {
+            DataType::Char(_) | DataType::Varchar(_) => write_string(r.bytes(c, i), out),
+            DataType::Binary(_) | DataType::Varbinary(_) => {
                 out.push(b'"');
-                format_common::b64::encode(b, out);
-                out.push(b'"');
-            }
-            Value::Date(d) => {
-                out.push(b'"');
-                temporal::write_date(i64::from(*d), out);
+                format_common::b64::encode(r.bytes(c, i), out);
                 out.push(b'"');
             }
-            Value::Time(t) => {
-                let p = if let DataType::Time(p) = dt { *p } else { 0 };
-                let (secs, _) = temporal::time_parts(*t, p);
+            DataType::Date => {
+                out.push(b'"');
+                temporal::write_date(r.int(c, i), out);
+                out.push(b'"');
+            }
+            DataType::Time(p) => {
+                let (secs, _) = temporal::time_parts(r.int(c, i), *p);
                 out.push(b'"');
                 temporal::write_hms(secs, out);
                 out.push(b'"');
             }
-            Value::Timestamp(t) => {
-                let (p, ltz) = match dt {
-                    DataType::Timestamp(p) => (*p, false),
-                    DataType::TimestampLtz(p) => (*p, true),
-                    _ => (0, false),
-                };
+            DataType::Timestamp(p) | DataType::TimestampLtz(p) => {
                 out.push(b'"');
-                temporal::write_timestamp(*t, p, if self.opts.iso8601 { b'T' } else { b' ' }, out);
-                if ltz {
+                temporal::write_timestamp(
+                    r.int(c, i),
+                    *p,
+                    if self.opts.iso8601 { b'T' } else { b' ' },
+                    out,
+                );
+                if matches!(dt, DataType::TimestampLtz(_)) {
                     out.push(b'Z');
                 }
                 out.push(b'"');
             }
-            Value::Array(items) => {
-                let e = if let DataType::Array(e) = dt {
-                    *e as usize
-                } else {
-                    0
-                };
+            DataType::Array(e) => {
+                let (s, end) = r.range(c, i);
+                let child = r.list_child(c);
                 out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
+                for j in s..end {
+                    if j > s {
                         out.push(b',');
                     }
-                    self.value(e, item, out)?;
+                    self.col_value(r, child, *e as usize, j, out)?;
                 }
                 out.push(b']');
             }
-            Value::Map(entries) => {
-                let vt = if let DataType::Map(m) = dt {
-                    m.value as usize
-                } else {
-                    0
-                };
+            DataType::Map(m) => {
+                let (s, end) = r.range(c, i);
+                let (kc, vc) = r.map_children(c);
                 // Jackson's ObjectNode: a repeated key keeps its first position, the last value.
-                let mut keyed: Vec<(&[u8], &Value)> = Vec::with_capacity(entries.len());
-                for (k, val) in entries {
-                    let key: &[u8] = match k {
-                        Value::String(s) => s.as_bytes(),
-                        Value::Null => match self.opts.map_null_key_mode {
+                let mut keyed: Vec<(&[u8], usize)> = Vec::with_capacity(end - s);
+                for j in s..end {
+                    let key: &[u8] = if r.is_null(kc, j) {
+                        match self.opts.map_null_key_mode {
                             NullKeyMode::Fail => {
                                 return Err("JSON format doesn't support to serialize map data with null keys. You can drop null key entries or encode null in literals by specifying map-null-key.mode option.".into());
                             }
                             NullKeyMode::Drop => continue,
                             NullKeyMode::Literal => self.opts.map_null_key_literal.as_bytes(),
-                        },
-                        _ => return Err("map key is not a string".into()),
+                        }
+                    } else {
+                        r.bytes(kc, j)
                     };
                     match keyed.iter_mut().find(|(k2, _)| *k2 == key) {
-                        Some(slot) => slot.1 = val,
-                        None => keyed.push((key, val)),
+                        Some(slot) => slot.1 = j,
+                        None => keyed.push((key, j)),
                     }
                 }
                 out.push(b'{');
-                for (i, (k, val)) in keyed.iter().enumerate() {
-                    if i > 0 {
+                for (n, (k, j)) in keyed.iter().enumerate() {
+                    if n > 0 {
                         out.push(b',');
                     }
                     write_string(k, out);
                     out.push(b':');
-                    self.value(vt, val, out)?;
+                    self.col_value(r, vc, m.value as usize, *j, out)?;
                 }
                 out.push(b'}');
             }
-            Value::Row(values) => {
-                let DataType::Row(fields) = dt else {
-                    return Err("ROW value for a non-ROW type".into());
-                };
-                self.row(fields, values, out)?;
+            DataType::Row(fields) => {
+                let children = r.row_children(c);
+                out.push(b'{');
+                let mut first = true;
+                for (f, ch) in fields.iter().zip(children) {
+                    if self.opts.ignore_null_fields && r.is_null(*ch as usize, i) {
+                        continue;
+                    }
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    write_string(f.name.as_bytes(), out);
+                    out.push(b':');
+                    self.col_value(r, *ch as usize, f.type_index as usize, i, out)
+                        .map_err(|e| format!("{}: {e}", f.name))?;
+                }
+                out.push(b'}');
             }
         }
         Ok(())
     }
+}
+
+/// Decimal text of an integer.
+#[inline]
+fn write_int(v: i64, out: &mut Vec<u8>) {
+    let mut buf = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 #[cfg(target_arch = "wasm32")]
