@@ -6,11 +6,11 @@
 //! `avro_format::encoder(&[], &row_type)?.encode(&columns)?`, and [`schema_json`] for the schema.
 
 use format_common::cols::Cols;
+use format_common::read::Reader;
 use format_common::temporal::split;
 use format_common::{
     ColumnBatch, ConfigError, DataType, DecodedBatch, EncodedBatch, MessageBatch, Payloads,
-    RowError, RowType, Value, check_known, config_error, decimal, slice_at, type_string,
-    units_per_second,
+    RowError, RowType, check_known, config_error, decimal, slice_at, type_string, units_per_second,
 };
 
 /// The options this format takes (none beyond Flink's defaults).
@@ -435,95 +435,104 @@ fn put_bytes(b: &[u8], out: &mut Vec<u8>) {
 }
 
 impl Encoder {
-    /// Encodes a batch: one payload per row.
+    /// Encodes a batch: one payload per row, values read straight from the columns.
     pub fn encode(&self, batch: &ColumnBatch) -> Result<EncodedBatch, String> {
-        let rows = pulsar_connect_plugin::columns::read_rows(&self.rt, batch)?;
-        let mut out = Payloads::with_capacity(rows.len());
-        for (i, row) in rows.iter().enumerate() {
-            let mut r = Ok(());
-            for (f, v) in self.rt.fields.iter().zip(row) {
-                r = self
-                    .value(f.type_index as usize, v, &mut out.payloads)
-                    .map_err(|e| format!("Failed to serialize row: field `{}`: {e}", f.name));
-                if r.is_err() {
+        let r = Reader::new(&self.rt, batch)?;
+        let rows = batch.row_count as usize;
+        let mut out = Payloads::with_capacity(rows);
+        for i in 0..rows {
+            let mut failed = None;
+            for (c, f) in self.rt.fields.iter().enumerate() {
+                if let Err(e) = self.value(&r, c, f.type_index as usize, i, &mut out.payloads) {
+                    failed = Some(format!("Failed to serialize row: field `{}`: {e}", f.name));
                     break;
                 }
             }
-            match r {
-                Ok(()) => out.end(),
-                Err(e) => out.fail(i, e),
+            match failed {
+                None => out.end(),
+                Some(e) => out.fail(i, e),
             }
         }
         Ok(out.finish())
     }
 
-    fn value(&self, ty: usize, v: &Value, out: &mut Vec<u8>) -> Result<(), String> {
+    fn value(
+        &self,
+        r: &Reader<'_>,
+        c: usize,
+        ty: usize,
+        i: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
         let node = &self.rt.types[ty];
+        let null = r.is_null(c, i);
         if node.nullable {
-            if v.is_null() {
+            if null {
                 out.push(0);
                 return Ok(());
             }
             out.push(2);
-        } else if v.is_null() {
+        } else if null {
             return Err("NULL in a NOT NULL field".into());
         }
-        match (&node.data_type, v) {
-            (_, Value::Bool(b)) => out.push(u8::from(*b)),
-            (_, Value::I8(x)) => put_long(i64::from(*x), out),
-            (_, Value::I16(x)) => put_long(i64::from(*x), out),
-            (_, Value::I32(x)) | (_, Value::Date(x)) => put_long(i64::from(*x), out),
-            (_, Value::I64(x)) => put_long(*x, out),
-            (_, Value::F32(x)) => out.extend_from_slice(&x.to_le_bytes()),
-            (_, Value::F64(x)) => out.extend_from_slice(&x.to_le_bytes()),
-            (_, Value::Decimal(x)) => put_bytes(&decimal::to_be_bytes_min(*x), out),
-            (_, Value::String(s)) => put_bytes(s.as_bytes(), out),
-            (_, Value::Bytes(b)) => put_bytes(b, out),
-            (DataType::Time(p), Value::Time(t)) => {
-                let (secs, nanos) = split(*t, *p);
+        match &node.data_type {
+            DataType::Boolean => out.push(u8::from(r.bool(c, i))),
+            DataType::Tinyint
+            | DataType::Smallint
+            | DataType::Int
+            | DataType::Bigint
+            | DataType::Date => put_long(r.int(c, i), out),
+            DataType::Float => out.extend_from_slice(&r.f32(c, i).to_le_bytes()),
+            DataType::Double => out.extend_from_slice(&r.f64(c, i).to_le_bytes()),
+            DataType::Decimal(_) => put_bytes(&decimal::to_be_bytes_min(r.decimal(c, i)), out),
+            DataType::Char(_)
+            | DataType::Varchar(_)
+            | DataType::Binary(_)
+            | DataType::Varbinary(_) => put_bytes(r.bytes(c, i), out),
+            DataType::Time(p) | DataType::Timestamp(p) | DataType::TimestampLtz(p) => {
+                let (secs, nanos) = split(r.int(c, i), *p);
                 put_long(secs * 1000 + i64::from(nanos / 1_000_000), out);
             }
-            (DataType::Timestamp(p) | DataType::TimestampLtz(p), Value::Timestamp(t)) => {
-                let (secs, nanos) = split(*t, *p);
-                put_long(secs * 1000 + i64::from(nanos / 1_000_000), out);
-            }
-            (DataType::Array(e), Value::Array(items)) => {
-                if !items.is_empty() {
-                    put_long(items.len() as i64, out);
-                    for item in items {
-                        self.value(*e as usize, item, out)?;
+            DataType::Array(e) => {
+                let (s, end) = r.range(c, i);
+                if end > s {
+                    put_long((end - s) as i64, out);
+                    let child = r.list_child(c);
+                    for j in s..end {
+                        self.value(r, child, *e as usize, j, out)?;
                     }
                 }
                 out.push(0);
             }
-            (DataType::Map(m), Value::Map(entries)) => {
-                // Flink copies the map into a java.util.HashMap: its iteration order, last value of a
-                // repeated key.
-                let mut keys: Vec<&str> = Vec::with_capacity(entries.len());
-                for (k, _) in entries {
-                    match k {
-                        Value::String(s) => keys.push(s),
-                        _ => return Err("Avro map keys must be non-null strings".into()),
+            DataType::Map(m) => {
+                // Flink copies the map into a java.util.HashMap: its iteration order, the last value of
+                // a repeated key.
+                let (s, end) = r.range(c, i);
+                let (kc, vc) = r.map_children(c);
+                let mut keys: Vec<&str> = Vec::with_capacity(end - s);
+                for j in s..end {
+                    if r.is_null(kc, j) {
+                        return Err("Avro map keys must be non-null strings".into());
                     }
+                    keys.push(r.str(kc, j));
                 }
                 let order = format_common::java_hashmap_order(&keys);
                 if !order.is_empty() {
                     put_long(order.len() as i64, out);
-                    for i in order {
-                        let last = keys.iter().rposition(|k| *k == keys[i]).unwrap_or(i);
-                        put_bytes(keys[i].as_bytes(), out);
-                        self.value(m.value as usize, &entries[last].1, out)?;
+                    for k in order {
+                        let last = keys.iter().rposition(|x| *x == keys[k]).unwrap_or(k);
+                        put_bytes(keys[k].as_bytes(), out);
+                        self.value(r, vc, m.value as usize, s + last, out)?;
                     }
                 }
                 out.push(0);
             }
-            (DataType::Row(fields), Value::Row(values)) => {
-                for (f, val) in fields.iter().zip(values) {
-                    self.value(f.type_index as usize, val, out)
+            DataType::Row(fields) => {
+                for (f, ch) in fields.iter().zip(r.row_children(c)) {
+                    self.value(r, *ch as usize, f.type_index as usize, i, out)
                         .map_err(|e| format!("`{}`: {e}", f.name))?;
                 }
             }
-            (t, v) => return Err(format!("{} value for {t:?}", v.kind())),
         }
         Ok(())
     }

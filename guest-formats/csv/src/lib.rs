@@ -152,6 +152,9 @@ fn check_types(rt: &RowType) -> Result<(), ConfigError> {
 pub struct Decoder {
     rt: RowType,
     opts: CsvOptions,
+    delim: Vec<u8>,
+    quote: Option<Vec<u8>>,
+    esc: Option<Vec<u8>>,
 }
 
 /// A configured encoder.
@@ -168,6 +171,9 @@ pub fn decoder(options: &[(String, String)], row_type: &RowType) -> Result<Decod
     check_types(row_type)?;
     Ok(Decoder {
         rt: row_type.clone(),
+        delim: opts.delimiter.to_string().into_bytes(),
+        quote: opts.quote.map(|q| q.to_string().into_bytes()),
+        esc: opts.escape.map(|q| q.to_string().into_bytes()),
         opts,
     })
 }
@@ -204,6 +210,13 @@ impl Record {
     }
 }
 
+/// Whether `pat` (non-empty) starts at `s[i]`.
+#[inline]
+fn at(s: &[u8], i: usize, pat: &[u8]) -> bool {
+    s.get(i) == Some(&pat[0]) && (pat.len() == 1 || s[i..].starts_with(pat))
+}
+
+#[inline]
 fn is_eol(c: u8) -> bool {
     c == b'\n' || c == b'\r'
 }
@@ -232,24 +245,16 @@ impl Decoder {
         if i >= s.len() {
             return Ok(false);
         }
-        let mut buf = [0u8; 4];
-        let delim = self
-            .opts
-            .delimiter
-            .encode_utf8(&mut buf)
-            .as_bytes()
-            .to_vec();
-        let quote = self.opts.quote.map(|q| q.to_string().into_bytes());
-        let esc = self.opts.escape.map(|q| q.to_string().into_bytes());
+        let (delim, quote, esc) = (&self.delim[..], self.quote.as_deref(), self.esc.as_deref());
         loop {
             // One field starting at i.
-            if let Some(q) = quote.as_deref().filter(|q| s[i..].starts_with(q)) {
+            if let Some(q) = quote.filter(|q| at(s, i, q)) {
                 i += q.len();
                 loop {
                     if i >= s.len() {
                         return Err(Fail::Record("Missing closing quote for value".into()));
                     }
-                    if let Some(e) = esc.as_deref().filter(|e| s[i..].starts_with(e) && *e != q) {
+                    if let Some(e) = esc.filter(|e| s[i..].starts_with(e) && *e != q) {
                         i += e.len();
                         let ch_len = text[i..].chars().next().map_or(0, char::len_utf8);
                         rec.buf.extend_from_slice(&s[i..i + ch_len]);
@@ -268,15 +273,23 @@ impl Decoder {
                     }
                 }
                 rec.ends.push(rec.buf.len());
-                if i < s.len() && !s[i..].starts_with(&delim) && !is_eol(s[i]) {
+                if i < s.len() && !at(s, i, delim) && !is_eol(s[i]) {
                     return Err(Fail::Record(format!(
                         "Unexpected character ('{}'): Expected column separator character or end-of-line",
                         text[i..].chars().next().unwrap_or('?')
                     )));
                 }
+            } else if esc.is_none() && delim.len() == 1 {
+                // The common case: a run up to the delimiter or the line end.
+                let (d, start) = (delim[0], i);
+                while i < s.len() && s[i] != d && !is_eol(s[i]) {
+                    i += 1;
+                }
+                rec.buf.extend_from_slice(&s[start..i]);
+                rec.ends.push(rec.buf.len());
             } else {
-                while i < s.len() && !is_eol(s[i]) && !s[i..].starts_with(&delim) {
-                    if let Some(e) = esc.as_deref().filter(|e| s[i..].starts_with(e)) {
+                while i < s.len() && !is_eol(s[i]) && !at(s, i, delim) {
+                    if let Some(e) = esc.filter(|e| s[i..].starts_with(e)) {
                         i += e.len();
                         let ch_len = text[i..].chars().next().map_or(0, char::len_utf8);
                         rec.buf.extend_from_slice(&s[i..i + ch_len]);
@@ -288,7 +301,7 @@ impl Decoder {
                 }
                 rec.ends.push(rec.buf.len());
             }
-            if i < s.len() && s[i..].starts_with(&delim) {
+            if at(s, i, delim) {
                 i += delim.len();
                 continue;
             }
