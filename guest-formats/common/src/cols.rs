@@ -1,0 +1,452 @@
+//! Typed column builders: decoders push values straight into the columns of a [`ColumnBatch`], no
+//! per-value allocation. Layout as in the SDK's `BatchBuilder`: the top-level fields are columns
+//! `0..n`, nested children follow, allocated breadth-first.
+
+use crate::{
+    ByteColumn, Column, ColumnBatch, ColumnData, DataType, ListColumn, MapColumn, RowType,
+};
+
+#[derive(Debug)]
+pub enum Data {
+    Bits(Vec<u8>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Dec(Vec<u64>),
+    Bytes {
+        data: Vec<u8>,
+        offsets: Vec<u32>,
+    },
+    List {
+        offsets: Vec<u32>,
+        child: usize,
+    },
+    Map {
+        offsets: Vec<u32>,
+        keys: usize,
+        values: usize,
+    },
+    Row(Vec<usize>),
+}
+
+#[derive(Debug)]
+pub struct Col {
+    /// Index into the row type's `types`.
+    pub ty: usize,
+    validity: Vec<u8>,
+    len: usize,
+    pub data: Data,
+}
+
+/// Columns under construction. A decoder pushes one value per column per row (nested columns as
+/// their parents say) and calls [`Cols::end_row`], or [`Cols::rollback`] to drop a half-built row.
+#[derive(Debug)]
+pub struct Cols {
+    pub cols: Vec<Col>,
+    rows: usize,
+    top: usize,
+}
+
+fn set_bit(bits: &mut Vec<u8>, i: usize, v: bool) {
+    if i.is_multiple_of(8) {
+        bits.push(0);
+    }
+    if v {
+        let last = bits.len() - 1;
+        bits[last] |= 1 << (i % 8);
+    }
+}
+
+fn truncate_bits(bits: &mut Vec<u8>, n: usize) {
+    bits.truncate(n.div_ceil(8));
+    if !n.is_multiple_of(8)
+        && let Some(last) = bits.last_mut()
+    {
+        *last &= (1u8 << (n % 8)) - 1;
+    }
+}
+
+impl Cols {
+    /// Columns for `row_type` (assumed validated: children after parents, indexes in range).
+    pub fn new(row_type: &RowType) -> Cols {
+        let mut cols: Vec<Col> = Vec::new();
+        let alloc = |cols: &mut Vec<Col>, ty: usize| {
+            cols.push(Col {
+                ty,
+                validity: Vec::new(),
+                len: 0,
+                data: Data::Row(Vec::new()),
+            });
+            cols.len() - 1
+        };
+        for f in &row_type.fields {
+            alloc(&mut cols, f.type_index as usize);
+        }
+        let mut i = 0;
+        while i < cols.len() {
+            let data = match &row_type.types[cols[i].ty].data_type {
+                DataType::Array(e) => Data::List {
+                    offsets: vec![0],
+                    child: alloc(&mut cols, *e as usize),
+                },
+                DataType::Map(m) => Data::Map {
+                    offsets: vec![0],
+                    keys: alloc(&mut cols, m.key as usize),
+                    values: alloc(&mut cols, m.value as usize),
+                },
+                DataType::Row(fields) => Data::Row(
+                    fields
+                        .iter()
+                        .map(|f| alloc(&mut cols, f.type_index as usize))
+                        .collect(),
+                ),
+                DataType::Boolean => Data::Bits(Vec::new()),
+                DataType::Tinyint => Data::I8(Vec::new()),
+                DataType::Smallint => Data::I16(Vec::new()),
+                DataType::Int | DataType::Date => Data::I32(Vec::new()),
+                DataType::Time(p) if *p <= 3 => Data::I32(Vec::new()),
+                DataType::Bigint
+                | DataType::Time(_)
+                | DataType::Timestamp(_)
+                | DataType::TimestampLtz(_) => Data::I64(Vec::new()),
+                DataType::Float => Data::F32(Vec::new()),
+                DataType::Double => Data::F64(Vec::new()),
+                DataType::Decimal(_) => Data::Dec(Vec::new()),
+                DataType::Char(_)
+                | DataType::Varchar(_)
+                | DataType::Binary(_)
+                | DataType::Varbinary(_) => Data::Bytes {
+                    data: Vec::new(),
+                    offsets: vec![0],
+                },
+            };
+            cols[i].data = data;
+            i += 1;
+        }
+        Cols {
+            cols,
+            rows: 0,
+            top: row_type.fields.len(),
+        }
+    }
+
+    /// Rows completed so far.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Values in column `c` so far.
+    pub fn len(&self, c: usize) -> usize {
+        self.cols[c].len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Marks the current row complete (every top-level column must hold `rows + 1` values).
+    #[inline]
+    pub fn end_row(&mut self) {
+        self.rows += 1;
+    }
+
+    /// Drops whatever the current (incomplete) row pushed.
+    pub fn rollback(&mut self) {
+        for c in 0..self.top {
+            self.truncate(c, self.rows);
+        }
+    }
+
+    /// Cuts column `c` (and its children) back to `n` values. Children of a nested column are cut
+    /// to what its first `n` values use, even when `c` itself holds exactly `n` (a value being built).
+    pub fn truncate(&mut self, c: usize, n: usize) {
+        let col = &mut self.cols[c];
+        if col.len < n {
+            return;
+        }
+        if col.len > n {
+            col.len = n;
+            truncate_bits(&mut col.validity, n);
+            match &mut col.data {
+                Data::Bits(b) => truncate_bits(b, n),
+                Data::I8(v) => v.truncate(n),
+                Data::I16(v) => v.truncate(n),
+                Data::I32(v) => v.truncate(n),
+                Data::I64(v) => v.truncate(n),
+                Data::F32(v) => v.truncate(n),
+                Data::F64(v) => v.truncate(n),
+                Data::Dec(v) => v.truncate(2 * n),
+                Data::Bytes { data, offsets } => {
+                    offsets.truncate(n + 1);
+                    data.truncate(offsets[n] as usize);
+                }
+                Data::List { offsets, .. } | Data::Map { offsets, .. } => offsets.truncate(n + 1),
+                Data::Row(_) => {}
+            }
+        }
+        match &self.cols[c].data {
+            Data::List { offsets, child } => {
+                let (child, to) = (*child, offsets[n] as usize);
+                self.truncate(child, to);
+            }
+            Data::Map {
+                offsets,
+                keys,
+                values,
+            } => {
+                let (k, v, to) = (*keys, *values, offsets[n] as usize);
+                self.truncate(k, to);
+                self.truncate(v, to);
+            }
+            Data::Bytes { data, offsets } if data.len() > offsets[n] as usize => {
+                let to = offsets[n] as usize;
+                if let Data::Bytes { data, .. } = &mut self.cols[c].data {
+                    data.truncate(to);
+                }
+            }
+            Data::Row(ch) => {
+                for child in ch.clone() {
+                    self.truncate(child, n);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn valid(&mut self, c: usize, v: bool) -> &mut Col {
+        let col = &mut self.cols[c];
+        set_bit(&mut col.validity, col.len, v);
+        col.len += 1;
+        col
+    }
+
+    /// Appends a NULL (nested columns: an empty list / map, NULL children for a row).
+    pub fn push_null(&mut self, c: usize) {
+        let col = self.valid(c, false);
+        let len = col.len;
+        let mut row_children = None;
+        match &mut col.data {
+            Data::Bits(b) => set_bit(b, len - 1, false),
+            Data::I8(v) => v.push(0),
+            Data::I16(v) => v.push(0),
+            Data::I32(v) => v.push(0),
+            Data::I64(v) => v.push(0),
+            Data::F32(v) => v.push(0.0),
+            Data::F64(v) => v.push(0.0),
+            Data::Dec(v) => v.extend_from_slice(&[0, 0]),
+            Data::Bytes { data, offsets } => offsets.push(data.len() as u32),
+            Data::List { offsets, .. } | Data::Map { offsets, .. } => {
+                let last = *offsets.last().unwrap_or(&0);
+                offsets.push(last);
+            }
+            Data::Row(ch) => row_children = Some(ch.clone()),
+        }
+        if let Some(ch) = row_children {
+            for c in ch {
+                self.push_null(c);
+            }
+        }
+    }
+
+    #[inline]
+    pub fn push_bool(&mut self, c: usize, v: bool) {
+        let col = self.valid(c, true);
+        let i = col.len - 1;
+        if let Data::Bits(b) = &mut col.data {
+            set_bit(b, i, v);
+        }
+    }
+
+    #[inline]
+    pub fn push_i8(&mut self, c: usize, v: i8) {
+        if let Data::I8(d) = &mut self.valid(c, true).data {
+            d.push(v);
+        }
+    }
+
+    #[inline]
+    pub fn push_i16(&mut self, c: usize, v: i16) {
+        if let Data::I16(d) = &mut self.valid(c, true).data {
+            d.push(v);
+        }
+    }
+
+    #[inline]
+    pub fn push_i32(&mut self, c: usize, v: i32) {
+        if let Data::I32(d) = &mut self.valid(c, true).data {
+            d.push(v);
+        }
+    }
+
+    #[inline]
+    pub fn push_i64(&mut self, c: usize, v: i64) {
+        if let Data::I64(d) = &mut self.valid(c, true).data {
+            d.push(v);
+        }
+    }
+
+    /// An integer into whichever integer column `c` is (the caller checked the range).
+    #[inline]
+    pub fn push_int(&mut self, c: usize, v: i64) {
+        match &mut self.valid(c, true).data {
+            Data::I8(d) => d.push(v as i8),
+            Data::I16(d) => d.push(v as i16),
+            Data::I32(d) => d.push(v as i32),
+            Data::I64(d) => d.push(v),
+            _ => {}
+        }
+    }
+
+    #[inline]
+    pub fn push_f32(&mut self, c: usize, v: f32) {
+        if let Data::F32(d) = &mut self.valid(c, true).data {
+            d.push(v);
+        }
+    }
+
+    #[inline]
+    pub fn push_f64(&mut self, c: usize, v: f64) {
+        if let Data::F64(d) = &mut self.valid(c, true).data {
+            d.push(v);
+        }
+    }
+
+    #[inline]
+    pub fn push_decimal(&mut self, c: usize, v: i128) {
+        if let Data::Dec(d) = &mut self.valid(c, true).data {
+            d.push(v as u64);
+            d.push(((v as u128) >> 64) as u64);
+        }
+    }
+
+    #[inline]
+    pub fn push_bytes(&mut self, c: usize, v: &[u8]) {
+        if let Data::Bytes { data, offsets } = &mut self.valid(c, true).data {
+            data.extend_from_slice(v);
+            offsets.push(data.len() as u32);
+        }
+    }
+
+    /// The byte buffer of bytes column `c`, to append a value in pieces; finish with
+    /// [`Cols::finish_bytes`].
+    #[inline]
+    pub fn bytes_buf(&mut self, c: usize) -> &mut Vec<u8> {
+        match &mut self.cols[c].data {
+            Data::Bytes { data, .. } => data,
+            _ => panic!("column {c} is not a bytes column"),
+        }
+    }
+
+    /// Ends a value appended with [`Cols::bytes_buf`].
+    #[inline]
+    pub fn finish_bytes(&mut self, c: usize) {
+        if let Data::Bytes { data, offsets } = &mut self.valid(c, true).data {
+            offsets.push(data.len() as u32);
+        }
+    }
+
+    /// Drops bytes appended with [`Cols::bytes_buf`] since the last finished value.
+    pub fn abandon_bytes(&mut self, c: usize) {
+        if let Data::Bytes { data, offsets } = &mut self.cols[c].data {
+            data.truncate(*offsets.last().unwrap_or(&0) as usize);
+        }
+    }
+
+    /// The child column of list column `c`.
+    pub fn list_child(&self, c: usize) -> usize {
+        match &self.cols[c].data {
+            Data::List { child, .. } => *child,
+            _ => panic!("column {c} is not a list column"),
+        }
+    }
+
+    /// Key and value columns of map column `c`.
+    pub fn map_children(&self, c: usize) -> (usize, usize) {
+        match &self.cols[c].data {
+            Data::Map { keys, values, .. } => (*keys, *values),
+            _ => panic!("column {c} is not a map column"),
+        }
+    }
+
+    /// The field columns of row column `c`.
+    pub fn row_children(&self, c: usize) -> &[usize] {
+        match &self.cols[c].data {
+            Data::Row(ch) => ch,
+            _ => panic!("column {c} is not a row column"),
+        }
+    }
+
+    /// Ends a list (or map) value of column `c` whose elements were pushed into its child columns.
+    pub fn end_list(&mut self, c: usize) {
+        let end = match &self.cols[c].data {
+            Data::List { child, .. } => self.cols[*child].len,
+            Data::Map { keys, .. } => self.cols[*keys].len,
+            _ => return,
+        };
+        match &mut self.valid(c, true).data {
+            Data::List { offsets, .. } | Data::Map { offsets, .. } => offsets.push(end as u32),
+            _ => {}
+        }
+    }
+
+    /// Marks a non-null row value in column `c`; its fields are pushed into the children.
+    pub fn push_row_valid(&mut self, c: usize) {
+        self.valid(c, true);
+    }
+
+    /// The finished batch.
+    pub fn finish(self) -> ColumnBatch {
+        let rows = self.rows as u32;
+        let columns = self
+            .cols
+            .into_iter()
+            .map(|c| {
+                let all_valid = {
+                    let full = c.len / 8;
+                    c.validity[..full].iter().all(|&b| b == 0xff)
+                        && (c.len.is_multiple_of(8) || c.validity[full] == (1u8 << (c.len % 8)) - 1)
+                };
+                Column {
+                    validity: (!all_valid).then_some(c.validity),
+                    data: match c.data {
+                        Data::Bits(b) => ColumnData::Bits(b),
+                        Data::I8(d) => ColumnData::Int8(d),
+                        Data::I16(d) => ColumnData::Int16(d),
+                        Data::I32(d) => ColumnData::Int32(d),
+                        Data::I64(d) => ColumnData::Int64(d),
+                        Data::F32(d) => ColumnData::Float32(d),
+                        Data::F64(d) => ColumnData::Float64(d),
+                        Data::Dec(d) => ColumnData::Decimal128(d),
+                        Data::Bytes { data, offsets } => {
+                            ColumnData::Bytes(ByteColumn { data, offsets })
+                        }
+                        Data::List { offsets, child } => ColumnData::List(ListColumn {
+                            offsets,
+                            child: child as u32,
+                        }),
+                        Data::Map {
+                            offsets,
+                            keys,
+                            values,
+                        } => ColumnData::Map(MapColumn {
+                            offsets,
+                            keys: keys as u32,
+                            values: values as u32,
+                        }),
+                        Data::Row(ch) => {
+                            ColumnData::Row(ch.into_iter().map(|c| c as u32).collect())
+                        }
+                    },
+                }
+            })
+            .collect();
+        ColumnBatch {
+            row_count: rows,
+            columns,
+        }
+    }
+}

@@ -1,0 +1,747 @@
+//! Flink's `csv` format (flink-csv 1.18, Jackson CSV underneath): one record per message.
+//!
+//! Writing follows Jackson's `CsvEncoder`: numbers and booleans bare; other values quoted only when
+//! they need it (empty: never; first character `#`, longer than 24 UTF-16 units, or any character
+//! below `max(delimiter, quote) + 1`, or the escape character: always), a quote inside doubled, the
+//! escape character doubled; NULL as the null literal (empty by default); ARRAY (and a ROW of simple
+//! types) as one field joined by the array element delimiter. Reading follows Flink's converters:
+//! numbers trimmed, `Boolean.parseBoolean`, lenient `java.sql.Date.valueOf`, arrays split.
+//!
+//! Native use: `csv_format::decoder(&options, &row_type)?.decode(&messages)?` and
+//! `csv_format::encoder(&options, &row_type)?.encode(&columns)?`.
+
+use format_common::cols::Cols;
+use format_common::temporal::{self, parse_time_prefix, parse_timestamp_prefix};
+use format_common::{
+    ColumnBatch, ConfigError, DataType, DecodedBatch, EncodedBatch, MessageBatch, Payloads,
+    RowError, RowType, SKIPPED, Value, bool_option, check_known, config_error, decimal, javanum,
+    option, slice_at, type_string,
+};
+
+pub const OPTIONS: &[&str] = &[
+    "field-delimiter",
+    "disable-quote-character",
+    "quote-character",
+    "allow-comments",
+    "ignore-parse-errors",
+    "array-element-delimiter",
+    "escape-character",
+    "null-literal",
+];
+
+/// Parsed options.
+#[derive(Debug, Clone)]
+pub struct CsvOptions {
+    pub delimiter: char,
+    /// `None` when quoting is disabled.
+    pub quote: Option<char>,
+    pub allow_comments: bool,
+    pub ignore_parse_errors: bool,
+    pub array_delimiter: String,
+    pub escape: Option<char>,
+    pub null_literal: Option<String>,
+}
+
+fn single_char(
+    options: &[(String, String)],
+    name: &str,
+    default: Option<char>,
+) -> Result<Option<char>, ConfigError> {
+    // Not trimmed: a tab is a valid delimiter.
+    match options
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+    {
+        None => Ok(default),
+        Some(v) => {
+            let mut chars = v.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => Ok(Some(c)),
+                _ => Err(config_error(
+                    Some(name),
+                    format!("Option '{name}' must be a string with single character, but was: {v}"),
+                )),
+            }
+        }
+    }
+}
+
+impl CsvOptions {
+    pub fn parse(options: &[(String, String)]) -> Result<CsvOptions, ConfigError> {
+        check_known(options, OPTIONS)?;
+        let disable_quote = bool_option(options, "disable-quote-character", false)?;
+        if disable_quote && options.iter().any(|(n, _)| n == "quote-character") {
+            return Err(config_error(
+                Some("quote-character"),
+                "Format cannot define a quote character and disabled quote character at the same time.",
+            ));
+        }
+        let delimiter = single_char(options, "field-delimiter", Some(','))?.unwrap_or(',');
+        let quote = if disable_quote {
+            None
+        } else {
+            single_char(options, "quote-character", Some('"'))?
+        };
+        Ok(CsvOptions {
+            delimiter,
+            quote,
+            allow_comments: bool_option(options, "allow-comments", false)?,
+            ignore_parse_errors: bool_option(options, "ignore-parse-errors", false)?,
+            array_delimiter: options
+                .iter()
+                .find(|(n, _)| n == "array-element-delimiter")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| ";".into()),
+            escape: single_char(options, "escape-character", None)?,
+            null_literal: option(options, "null-literal").map(|_| {
+                options
+                    .iter()
+                    .find(|(n, _)| n == "null-literal")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            }),
+        })
+    }
+}
+
+fn simple(dt: &DataType) -> bool {
+    !matches!(dt, DataType::Array(_) | DataType::Map(_) | DataType::Row(_))
+}
+
+fn check_types(rt: &RowType) -> Result<(), ConfigError> {
+    format_common::validate_row_type(rt)?;
+    for f in &rt.fields {
+        let ty = f.type_index as usize;
+        let children: Vec<usize> = match &rt.types[ty].data_type {
+            DataType::Map(_) => {
+                return Err(config_error(
+                    None,
+                    format!(
+                        "Unsupported type '{}' for field '{}'.",
+                        type_string(rt, ty),
+                        f.name
+                    ),
+                ));
+            }
+            DataType::Array(e) => vec![*e as usize],
+            DataType::Row(fields) => fields.iter().map(|x| x.type_index as usize).collect(),
+            _ => Vec::new(),
+        };
+        for c in children {
+            if !simple(&rt.types[c].data_type) {
+                let mut name = type_string(rt, c);
+                if let Some(n) = name.strip_suffix(" NOT NULL") {
+                    name = n.to_owned();
+                }
+                return Err(config_error(
+                    None,
+                    format!(
+                        "Only simple types are supported in the second level nesting of fields '{}' but was: {name}",
+                        f.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A configured decoder.
+#[derive(Debug)]
+pub struct Decoder {
+    rt: RowType,
+    opts: CsvOptions,
+    delim: Vec<u8>,
+    quote: Option<Vec<u8>>,
+    esc: Option<Vec<u8>>,
+}
+
+/// A configured encoder.
+#[derive(Debug)]
+pub struct Encoder {
+    rt: RowType,
+    opts: CsvOptions,
+    min_safe: u32,
+}
+
+/// Creates a decoder (options without the `csv.` prefix).
+pub fn decoder(options: &[(String, String)], row_type: &RowType) -> Result<Decoder, ConfigError> {
+    let opts = CsvOptions::parse(options)?;
+    check_types(row_type)?;
+    Ok(Decoder {
+        rt: row_type.clone(),
+        delim: opts.delimiter.to_string().into_bytes(),
+        quote: opts.quote.map(|q| q.to_string().into_bytes()),
+        esc: opts.escape.map(|q| q.to_string().into_bytes()),
+        opts,
+    })
+}
+
+/// Creates an encoder (options without the `csv.` prefix).
+pub fn encoder(options: &[(String, String)], row_type: &RowType) -> Result<Encoder, ConfigError> {
+    let opts = CsvOptions::parse(options)?;
+    check_types(row_type)?;
+    let min_safe = (opts.delimiter as u32).max(opts.quote.map_or(0, |q| q as u32)) + 1;
+    Ok(Encoder {
+        rt: row_type.clone(),
+        opts,
+        min_safe,
+    })
+}
+
+enum Fail {
+    /// The record itself is broken: the message fails (skipped with ignore-parse-errors).
+    Record(String),
+    /// A field cannot be converted: NULL with ignore-parse-errors.
+    Field(String),
+}
+
+/// Fields of one record: field i is `buf[ends[i-1]..ends[i]]`.
+struct Record {
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Record {
+    fn field(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.buf[start..self.ends[i]]
+    }
+}
+
+/// Whether `pat` (non-empty) starts at `s[i]`.
+#[inline]
+fn at(s: &[u8], i: usize, pat: &[u8]) -> bool {
+    s.get(i) == Some(&pat[0]) && (pat.len() == 1 || s[i..].starts_with(pat))
+}
+
+#[inline]
+fn is_eol(c: u8) -> bool {
+    c == b'\n' || c == b'\r'
+}
+
+impl Decoder {
+    /// Parses the first record of `text` into `rec`; `Ok(false)` when there is no record.
+    fn record(&self, text: &str, rec: &mut Record) -> Result<bool, Fail> {
+        rec.buf.clear();
+        rec.ends.clear();
+        let s = text.as_bytes();
+        let mut i = 0;
+        if self.opts.allow_comments {
+            // Jackson skips empty lines and comment lines before a record.
+            loop {
+                if i < s.len() && is_eol(s[i]) {
+                    i += 1;
+                } else if s.get(i) == Some(&b'#') {
+                    while i < s.len() && !is_eol(s[i]) {
+                        i += 1;
+                    }
+                } else {
+                    break;
+                }
+            }
+        }
+        if i >= s.len() {
+            return Ok(false);
+        }
+        let (delim, quote, esc) = (&self.delim[..], self.quote.as_deref(), self.esc.as_deref());
+        loop {
+            // One field starting at i.
+            if let Some(q) = quote.filter(|q| at(s, i, q)) {
+                i += q.len();
+                loop {
+                    if i >= s.len() {
+                        return Err(Fail::Record("Missing closing quote for value".into()));
+                    }
+                    if let Some(e) = esc.filter(|e| s[i..].starts_with(e) && *e != q) {
+                        i += e.len();
+                        let ch_len = text[i..].chars().next().map_or(0, char::len_utf8);
+                        rec.buf.extend_from_slice(&s[i..i + ch_len]);
+                        i += ch_len;
+                    } else if s[i..].starts_with(q) {
+                        i += q.len();
+                        if s[i..].starts_with(q) {
+                            rec.buf.extend_from_slice(q);
+                            i += q.len();
+                        } else {
+                            break;
+                        }
+                    } else {
+                        rec.buf.push(s[i]);
+                        i += 1;
+                    }
+                }
+                rec.ends.push(rec.buf.len());
+                if i < s.len() && !at(s, i, delim) && !is_eol(s[i]) {
+                    return Err(Fail::Record(format!(
+                        "Unexpected character ('{}'): Expected column separator character or end-of-line",
+                        text[i..].chars().next().unwrap_or('?')
+                    )));
+                }
+            } else if esc.is_none() && delim.len() == 1 {
+                // The common case: a run up to the delimiter or the line end.
+                let (d, start) = (delim[0], i);
+                while i < s.len() && s[i] != d && !is_eol(s[i]) {
+                    i += 1;
+                }
+                rec.buf.extend_from_slice(&s[start..i]);
+                rec.ends.push(rec.buf.len());
+            } else {
+                while i < s.len() && !is_eol(s[i]) && !at(s, i, delim) {
+                    if let Some(e) = esc.filter(|e| s[i..].starts_with(e)) {
+                        i += e.len();
+                        let ch_len = text[i..].chars().next().map_or(0, char::len_utf8);
+                        rec.buf.extend_from_slice(&s[i..i + ch_len]);
+                        i += ch_len;
+                    } else {
+                        rec.buf.push(s[i]);
+                        i += 1;
+                    }
+                }
+                rec.ends.push(rec.buf.len());
+            }
+            if at(s, i, delim) {
+                i += delim.len();
+                continue;
+            }
+            break;
+        }
+        Ok(true)
+    }
+
+    /// Decodes a batch: one row per message; skips are errors starting with [`SKIPPED`].
+    pub fn decode(&self, batch: &MessageBatch) -> Result<DecodedBatch, String> {
+        let mut cols = Cols::new(&self.rt);
+        let mut errors = Vec::new();
+        let mut rec = Record {
+            buf: Vec::new(),
+            ends: Vec::new(),
+        };
+        let n = self.rt.fields.len();
+        let ignore = self.opts.ignore_parse_errors;
+        for index in 0..batch.count as usize {
+            let payload = slice_at(&batch.payloads, &batch.payload_offsets, index);
+            let r: Result<(), String> = (|| {
+                let text = std::str::from_utf8(payload)
+                    .map_err(|e| format!("invalid UTF-8 in the CSV payload: {e}"))?;
+                match self.record(text, &mut rec) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(if ignore {
+                            format!("{SKIPPED}no CSV record")
+                        } else {
+                            "No content to map due to end-of-input".into()
+                        });
+                    }
+                    Err(Fail::Record(m) | Fail::Field(m)) => return Err(m),
+                }
+                // Jackson's ALLOW_TRAILING_COMMA: one empty extra value at the end is dropped.
+                if rec.ends.len() == n + 1 && rec.field(n).is_empty() {
+                    rec.ends.pop();
+                }
+                if rec.ends.len() > n {
+                    return Err(format!(
+                        "Too many entries: expected at most {n}, got {}",
+                        rec.ends.len()
+                    ));
+                }
+                if rec.ends.len() < n && !ignore {
+                    return Err(format!(
+                        "Row length mismatch. {n} fields expected but was {}.",
+                        rec.ends.len()
+                    ));
+                }
+                for (c, f) in self.rt.fields.iter().enumerate() {
+                    let ty = f.type_index as usize;
+                    if c >= rec.ends.len() {
+                        cols.push_null(c);
+                        continue;
+                    }
+                    let text = rec.field(c);
+                    match self.field(text, c, ty, &mut cols) {
+                        Ok(()) => {}
+                        Err(Fail::Field(m)) if ignore => {
+                            let _ = m;
+                            cols.truncate(c, cols.rows());
+                            cols.push_null(c);
+                        }
+                        Err(Fail::Field(m) | Fail::Record(m)) => {
+                            return Err(format!("Fail to deserialize at field: {}: {m}", f.name));
+                        }
+                    }
+                }
+                Ok(())
+            })();
+            match r {
+                Ok(()) => cols.end_row(),
+                Err(reason) => {
+                    cols.rollback();
+                    let reason = if ignore && !reason.starts_with(SKIPPED) {
+                        format!("{SKIPPED}{reason}")
+                    } else {
+                        reason
+                    };
+                    errors.push(RowError {
+                        index: index as u32,
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(format_common::decoded(cols, errors))
+    }
+
+    fn is_null(&self, text: &[u8]) -> bool {
+        self.opts
+            .null_literal
+            .as_deref()
+            .is_some_and(|l| l.as_bytes() == text)
+    }
+
+    fn field(&self, text: &[u8], c: usize, ty: usize, cols: &mut Cols) -> Result<(), Fail> {
+        match &self.rt.types[ty].data_type {
+            DataType::Array(e) => {
+                let child = cols.list_child(c);
+                if !text.is_empty() {
+                    let d = self.opts.array_delimiter.as_bytes();
+                    for part in split(text, d) {
+                        self.scalar(part, child, *e as usize, cols)?;
+                    }
+                }
+                cols.end_list(c);
+                Ok(())
+            }
+            DataType::Row(fields) => {
+                let children = cols.row_children(c).to_vec();
+                let d = self.opts.array_delimiter.as_bytes();
+                let parts: Vec<&[u8]> = if text.is_empty() {
+                    Vec::new()
+                } else {
+                    split(text, d).collect()
+                };
+                for (k, (f, ch)) in fields.iter().zip(children).enumerate() {
+                    match parts.get(k) {
+                        Some(p) => self.scalar(p, ch, f.type_index as usize, cols)?,
+                        None => cols.push_null(ch),
+                    }
+                }
+                cols.push_row_valid(c);
+                Ok(())
+            }
+            _ => self.scalar(text, c, ty, cols),
+        }
+    }
+
+    fn scalar(&self, text: &[u8], c: usize, ty: usize, cols: &mut Cols) -> Result<(), Fail> {
+        if self.is_null(text) {
+            cols.push_null(c);
+            return Ok(());
+        }
+        let node = &self.rt.types[ty];
+        let s = std::str::from_utf8(text).unwrap_or("");
+        let trimmed = s.trim_matches(|ch: char| ch <= ' ');
+        let bad = |what: &str| Fail::Field(format!("For input string: \"{s}\" ({what})"));
+        match &node.data_type {
+            DataType::Boolean => cols.push_bool(c, trimmed.eq_ignore_ascii_case("true")),
+            DataType::Tinyint => cols.push_i8(c, trimmed.parse().map_err(|_| bad("TINYINT"))?),
+            DataType::Smallint => cols.push_i16(c, trimmed.parse().map_err(|_| bad("SMALLINT"))?),
+            DataType::Int => cols.push_i32(c, trimmed.parse().map_err(|_| bad("INT"))?),
+            DataType::Bigint => cols.push_i64(c, trimmed.parse().map_err(|_| bad("BIGINT"))?),
+            DataType::Float => {
+                cols.push_f32(c, javanum::parse_f32(trimmed).ok_or_else(|| bad("FLOAT"))?)
+            }
+            DataType::Double => {
+                cols.push_f64(c, javanum::parse_f64(trimmed).ok_or_else(|| bad("DOUBLE"))?)
+            }
+            DataType::Decimal(d) => {
+                match decimal::parse(trimmed.as_bytes(), d.precision, d.scale)
+                    .map_err(Fail::Field)?
+                {
+                    Some(v) => cols.push_decimal(c, v),
+                    None => cols.push_null(c),
+                }
+            }
+            DataType::Char(_) | DataType::Varchar(_) => cols.push_bytes(c, text),
+            DataType::Binary(_) | DataType::Varbinary(_) => {
+                let buf = cols.bytes_buf(c);
+                if let Err(e) = format_common::b64::decode(text, buf) {
+                    cols.abandon_bytes(c);
+                    return Err(Fail::Field(e));
+                }
+                cols.finish_bytes(c);
+            }
+            DataType::Date => cols.push_i32(c, sql_date(s).ok_or_else(|| bad("DATE"))? as i32),
+            DataType::Time(p) => {
+                let ((secs, nanos), rest) = parse_time_prefix(text).ok_or_else(|| bad("TIME"))?;
+                if !rest.is_empty() {
+                    return Err(bad("TIME"));
+                }
+                // Flink's TIME holds milliseconds.
+                let v = temporal::to_unit(i64::from(secs), nanos / 1_000_000 * 1_000_000, *p)
+                    .ok_or_else(|| bad("TIME"))?;
+                if *p <= 3 {
+                    cols.push_i32(c, v as i32);
+                } else {
+                    cols.push_i64(c, v);
+                }
+            }
+            DataType::Timestamp(p) | DataType::TimestampLtz(p) => {
+                let ltz = matches!(node.data_type, DataType::TimestampLtz(_));
+                let ok = match parse_timestamp_prefix(text, b' ') {
+                    Some((v, rest)) if (ltz && rest == b"Z") || (!ltz && rest.is_empty()) => {
+                        Some(v)
+                    }
+                    _ => None,
+                };
+                let (secs, nanos) = ok.ok_or_else(|| {
+                    Fail::Field(format!("Text '{s}' could not be parsed as a timestamp"))
+                })?;
+                cols.push_i64(
+                    c,
+                    temporal::to_unit(secs, nanos, *p).ok_or_else(|| bad("TIMESTAMP"))?,
+                );
+            }
+            _ => return Err(Fail::Field("unsupported nested type".into())),
+        }
+        Ok(())
+    }
+}
+
+fn split<'a>(text: &'a [u8], d: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        if d.is_empty() {
+            rest = None;
+            return Some(r);
+        }
+        match r.windows(d.len()).position(|w| w == d) {
+            Some(p) => {
+                rest = Some(&r[p + d.len()..]);
+                Some(&r[..p])
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
+}
+
+/// `java.sql.Date.valueOf`: `yyyy-[m]m-[d]d`, month 1..12, day 1..31, lenient (Feb 30 is Mar 2).
+fn sql_date(s: &str) -> Option<i64> {
+    let mut parts = s.split('-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some()
+        || y.len() != 4
+        || !(1..=2).contains(&m.len())
+        || !(1..=2).contains(&d.len())
+        || ![y, m, d]
+            .iter()
+            .all(|p| p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    let (y, m, d): (i64, u32, u32) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    Some(temporal::days_from_civil(y, m, 1) + i64::from(d) - 1)
+}
+
+impl Encoder {
+    /// Encodes a batch: one record per row, no line terminator.
+    pub fn encode(&self, batch: &ColumnBatch) -> Result<EncodedBatch, String> {
+        let rows = pulsar_connect_plugin::columns::read_rows(&self.rt, batch)?;
+        let mut out = Payloads::with_capacity(rows.len());
+        let mut field = Vec::new();
+        let mut buf = [0u8; 4];
+        let delim = self
+            .opts
+            .delimiter
+            .encode_utf8(&mut buf)
+            .as_bytes()
+            .to_vec();
+        for row in &rows {
+            for (i, (f, v)) in self.rt.fields.iter().zip(row).enumerate() {
+                if i > 0 {
+                    out.payloads.extend_from_slice(&delim);
+                }
+                let ty = f.type_index as usize;
+                field.clear();
+                match v {
+                    Value::Null => self.null(&mut out.payloads),
+                    Value::Bool(_)
+                    | Value::I8(_)
+                    | Value::I16(_)
+                    | Value::I32(_)
+                    | Value::I64(_)
+                    | Value::F32(_)
+                    | Value::F64(_) => self.text(ty, v, &mut out.payloads),
+                    Value::Array(items) => {
+                        let e = match &self.rt.types[ty].data_type {
+                            DataType::Array(e) => *e as usize,
+                            _ => 0,
+                        };
+                        self.join(items.iter().map(|x| (e, x)), &mut field);
+                        self.string(&field, &mut out.payloads);
+                    }
+                    Value::Row(values) => {
+                        let DataType::Row(fields) = &self.rt.types[ty].data_type else {
+                            return Err("ROW value for a non-ROW type".into());
+                        };
+                        self.join(
+                            fields
+                                .iter()
+                                .map(|f| f.type_index as usize)
+                                .zip(values.iter()),
+                            &mut field,
+                        );
+                        self.string(&field, &mut out.payloads);
+                    }
+                    _ => {
+                        self.text(ty, v, &mut field);
+                        self.string(&field, &mut out.payloads);
+                    }
+                }
+            }
+            out.end();
+        }
+        Ok(out.finish())
+    }
+
+    fn null(&self, out: &mut Vec<u8>) {
+        if let Some(l) = &self.opts.null_literal {
+            out.extend_from_slice(l.as_bytes());
+        }
+    }
+
+    fn join<'a>(&self, items: impl Iterator<Item = (usize, &'a Value)>, out: &mut Vec<u8>) {
+        for (i, (ty, v)) in items.enumerate() {
+            if i > 0 {
+                out.extend_from_slice(self.opts.array_delimiter.as_bytes());
+            }
+            if v.is_null() {
+                self.null(out);
+            } else {
+                self.text(ty, v, out);
+            }
+        }
+    }
+
+    /// The text of a scalar value.
+    fn text(&self, ty: usize, v: &Value, out: &mut Vec<u8>) {
+        let dt = &self.rt.types[ty].data_type;
+        match v {
+            Value::Null => self.null(out),
+            Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            Value::I8(x) => out.extend_from_slice(x.to_string().as_bytes()),
+            Value::I16(x) => out.extend_from_slice(x.to_string().as_bytes()),
+            Value::I32(x) => out.extend_from_slice(x.to_string().as_bytes()),
+            Value::I64(x) => out.extend_from_slice(x.to_string().as_bytes()),
+            Value::F32(x) => javanum::write_f32(*x, out),
+            Value::F64(x) => javanum::write_f64(*x, out),
+            Value::Decimal(x) => {
+                let scale = if let DataType::Decimal(d) = dt {
+                    i32::from(d.scale)
+                } else {
+                    0
+                };
+                let (u, s) = decimal::strip(*x, scale);
+                decimal::write_plain(u, s, out);
+            }
+            Value::String(s) => out.extend_from_slice(s.as_bytes()),
+            Value::Bytes(b) => format_common::b64::encode(b, out),
+            Value::Date(d) => temporal::write_date(i64::from(*d), out),
+            Value::Time(t) => {
+                let p = if let DataType::Time(p) = dt { *p } else { 0 };
+                let (secs, nanos) = temporal::time_parts(*t, p);
+                temporal::write_hms(secs, out);
+                temporal::write_fraction_stripped(nanos / 1_000_000 * 1_000_000, out);
+            }
+            Value::Timestamp(t) => {
+                let (p, ltz) = match dt {
+                    DataType::Timestamp(p) => (*p, false),
+                    DataType::TimestampLtz(p) => (*p, true),
+                    _ => (0, false),
+                };
+                temporal::write_timestamp(*t, p, b' ', out);
+                if ltz {
+                    out.push(b'Z');
+                }
+            }
+            Value::Array(_) | Value::Map(_) | Value::Row(_) => {}
+        }
+    }
+
+    /// A string value, quoted when Jackson would quote it.
+    fn string(&self, s: &[u8], out: &mut Vec<u8>) {
+        let Some(q) = self.opts.quote else {
+            out.extend_from_slice(s);
+            return;
+        };
+        let text = std::str::from_utf8(s).unwrap_or("");
+        let needs = !text.is_empty()
+            && (text.starts_with('#')
+                || text.encode_utf16().count() > 24
+                || text.chars().any(|c| {
+                    // Jackson also quotes a backslash (its default quote-escape character).
+                    (c as u32) < self.min_safe || c == q || c == '\\' || Some(c) == self.opts.escape
+                }));
+        if !needs {
+            out.extend_from_slice(s);
+            return;
+        }
+        let mut buf = [0u8; 4];
+        let qb = q.encode_utf8(&mut buf).as_bytes().to_vec();
+        out.extend_from_slice(&qb);
+        for c in text.chars() {
+            if c == q || Some(c) == self.opts.escape {
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        }
+        out.extend_from_slice(&qb);
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod component {
+    use pulsar_connect_plugin::prelude::*;
+
+    struct Csv;
+
+    impl codec::Guest for Csv {
+        type Decoder = super::Decoder;
+        type Encoder = super::Encoder;
+
+        fn create_decoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Decoder, ConfigError> {
+            super::decoder(&options, &row_type).map(codec::Decoder::new)
+        }
+
+        fn create_encoder(
+            options: Options,
+            row_type: RowType,
+        ) -> Result<codec::Encoder, ConfigError> {
+            super::encoder(&options, &row_type).map(codec::Encoder::new)
+        }
+    }
+
+    impl codec::GuestDecoder for super::Decoder {
+        fn decode_batch(&self, messages: MessageBatch) -> Result<DecodedBatch, String> {
+            self.decode(&messages)
+        }
+    }
+
+    impl codec::GuestEncoder for super::Encoder {
+        fn encode_batch(&self, rows: ColumnBatch) -> Result<EncodedBatch, String> {
+            self.encode(&rows)
+        }
+    }
+
+    pulsar_connect_plugin::export_format!(Csv);
+}

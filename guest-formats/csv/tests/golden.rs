@@ -1,0 +1,69 @@
+//! Flink 1.18 golden vectors (tests/golden/vectors/csv) against the native csv format.
+
+use format_common::golden::{
+    self, DecodeFn, EncodeFn, Report, check_deserialization, check_serialization, files,
+};
+use format_common::{ConfigError, RowType};
+
+fn enc(o: &[(String, String)], rt: &RowType) -> Result<EncodeFn, ConfigError> {
+    let e = csv_format::encoder(o, rt)?;
+    Ok(Box::new(move |b| e.encode(b)))
+}
+
+fn dec(o: &[(String, String)], rt: &RowType) -> Result<DecodeFn, ConfigError> {
+    let d = csv_format::decoder(o, rt)?;
+    Ok(Box::new(move |m| d.decode(m)))
+}
+
+/// Documented differences from Flink (see guest-formats/README.md).
+const KNOWN: &[&str] = &[];
+
+#[test]
+fn serialization_vectors() {
+    let mut r = Report::default();
+    for f in files("csv", false) {
+        r.merge(check_serialization(&f, &enc, &dec));
+    }
+    r.assert_ok(KNOWN);
+}
+
+#[test]
+fn deserialization_vectors() {
+    let mut r = Report::default();
+    for f in files("csv", true) {
+        r.merge(check_deserialization(&f, &dec));
+    }
+    r.assert_ok(KNOWN);
+}
+
+#[test]
+fn unsupported_columns_are_config_errors() {
+    let file = golden::load("csv/default.json");
+    let table = golden::load("table.json");
+    let all = golden::columns(&table);
+    for (name, flink) in file["unsupported_columns"].as_object().unwrap() {
+        let col: Vec<_> = all.iter().filter(|(n, _)| n == name).cloned().collect();
+        let rt = golden::row_type(&col);
+        let e = csv_format::decoder(&[], &rt).expect_err(name);
+        assert_eq!(e.message, flink["message"].as_str().unwrap(), "{name}");
+        assert!(csv_format::encoder(&[], &rt).is_err());
+    }
+}
+
+#[test]
+fn option_errors() {
+    let rt = golden::row_type(&[("a".into(), "INT".into())]);
+    let o = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
+    assert!(csv_format::decoder(&o("field-delimiter", ";;"), &rt).is_err());
+    assert!(
+        csv_format::decoder(
+            &[
+                ("disable-quote-character".into(), "true".into()),
+                ("quote-character".into(), "'".into())
+            ],
+            &rt
+        )
+        .is_err()
+    );
+    assert!(csv_format::decoder(&o("no-such-option", "x"), &rt).is_err());
+}

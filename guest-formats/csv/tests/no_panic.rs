@@ -1,0 +1,42 @@
+//! Random and mutated inputs never panic the csv decoder, and every batch keeps the contract
+//! (the native stand-in for the cargo-fuzz target in guest-formats/fuzz).
+
+use format_common::golden;
+
+#[test]
+fn random_bytes_never_panic() {
+    let inputs = golden::fuzz_inputs("csv", ALPHABET, 20_000);
+    for (cols, options) in cases() {
+        let rt = golden::row_type(&cols);
+        let d = csv_format::decoder(&options, &rt).expect("decoder");
+        golden::no_panics(&rt, &inputs, &|m| d.decode(m));
+    }
+}
+
+const ALPHABET: &[u8] = b",;|\"'\\#\n\r 0123456789.-eEtrufalsNUL:T";
+
+fn cases() -> Vec<golden::Case> {
+    let table = golden::columns(&golden::load("csv/default.json"));
+    let decode = golden::columns(&golden::load("csv/decode-default.json"));
+    let o = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
+    vec![
+        (table.clone(), vec![]),
+        (table, o("ignore-parse-errors", "true")),
+        (
+            decode.clone(),
+            vec![
+                ("allow-comments".into(), "true".into()),
+                ("escape-character".into(), "\\".into()),
+            ],
+        ),
+        (decode.clone(), o("null-literal", "NULL")),
+        (
+            decode,
+            vec![
+                ("field-delimiter".into(), ";".into()),
+                ("quote-character".into(), "'".into()),
+                ("ignore-parse-errors".into(), "true".into()),
+            ],
+        ),
+    ]
+}
