@@ -313,6 +313,7 @@ impl Decoder {
     /// Decodes a batch: one row per message; skips are errors starting with [`SKIPPED`].
     pub fn decode(&self, batch: &MessageBatch) -> Result<DecodedBatch, String> {
         let mut cols = Cols::new(&self.rt);
+        cols.reserve(batch.count as usize, batch.payloads.len() / 2);
         let mut errors = Vec::new();
         let mut rec = Record {
             buf: Vec::new(),
