@@ -248,6 +248,7 @@ impl Decoder {
     /// Decodes a batch: one row per message (an empty payload is an error, as in Flink).
     pub fn decode(&self, batch: &MessageBatch) -> Result<DecodedBatch, String> {
         let mut cols = Cols::new(&self.rt);
+        cols.reserve(batch.count as usize, batch.payloads.len() / 2);
         let mut errors = Vec::new();
         for index in 0..batch.count as usize {
             let payload = slice_at(&batch.payloads, &batch.payload_offsets, index);

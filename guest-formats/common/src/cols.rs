@@ -133,6 +133,30 @@ impl Cols {
         }
     }
 
+    /// Reserves room for `rows` more top-level values (and `bytes` more bytes in each top-level
+    /// bytes column), so that filling a batch does not reallocate.
+    pub fn reserve(&mut self, rows: usize, bytes: usize) {
+        for col in self.cols.iter_mut().take(self.top) {
+            col.validity.reserve(rows / 8 + 1);
+            match &mut col.data {
+                Data::Bits(v) => v.reserve(rows / 8 + 1),
+                Data::I8(v) => v.reserve(rows),
+                Data::I16(v) => v.reserve(rows),
+                Data::I32(v) => v.reserve(rows),
+                Data::I64(v) => v.reserve(rows),
+                Data::F32(v) => v.reserve(rows),
+                Data::F64(v) => v.reserve(rows),
+                Data::Dec(v) => v.reserve(2 * rows),
+                Data::Bytes { data, offsets } => {
+                    data.reserve(bytes);
+                    offsets.reserve(rows);
+                }
+                Data::List { offsets, .. } | Data::Map { offsets, .. } => offsets.reserve(rows),
+                Data::Row(_) => {}
+            }
+        }
+    }
+
     /// Rows completed so far.
     pub fn rows(&self) -> usize {
         self.rows

@@ -3,6 +3,7 @@
 use crate::units_per_second;
 
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+#[inline]
 pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
@@ -129,21 +130,22 @@ pub fn time_parts(value: i64, p: u8) -> (u32, u32) {
     (secs.rem_euclid(86_400) as u32, nanos)
 }
 
+#[inline(always)]
 fn digits(s: &[u8], n: usize) -> Option<u32> {
-    if s.len() < n {
-        return None;
-    }
+    let d = s.get(..n)?;
     let mut v = 0u32;
-    for &c in &s[..n] {
-        if !c.is_ascii_digit() {
+    for &c in d {
+        let x = c.wrapping_sub(b'0');
+        if x > 9 {
             return None;
         }
-        v = v * 10 + u32::from(c - b'0');
+        v = v * 10 + u32::from(x);
     }
     Some(v)
 }
 
 /// Parses `yyyy-MM-dd` at the start of `s`; returns the day number and the rest.
+#[inline]
 pub fn parse_date_prefix(s: &[u8]) -> Option<(i64, &[u8])> {
     let y = i64::from(digits(s, 4)?);
     if s.get(4) != Some(&b'-') {
@@ -170,6 +172,7 @@ pub fn parse_date(s: &[u8]) -> Option<i64> {
 
 /// Parses `HH:mm[:ss[.f{1,9}]]` at the start of `s` (ISO_LOCAL_TIME); returns (second of day,
 /// nanoseconds) and the rest.
+#[inline]
 pub fn parse_time_prefix(s: &[u8]) -> Option<((u32, u32), &[u8])> {
     let h = digits(s, 2)?;
     if s.get(2) != Some(&b':') {
@@ -199,6 +202,7 @@ pub fn parse_time_prefix(s: &[u8]) -> Option<((u32, u32), &[u8])> {
 
 /// Parses `<date><sep><time>` at the start of `s`; returns (seconds since the epoch, nanoseconds)
 /// and the rest.
+#[inline]
 pub fn parse_timestamp_prefix(s: &[u8], sep: u8) -> Option<((i64, u32), &[u8])> {
     let (days, rest) = parse_date_prefix(s)?;
     if rest.first() != Some(&sep) {
@@ -210,6 +214,7 @@ pub fn parse_timestamp_prefix(s: &[u8], sep: u8) -> Option<((i64, u32), &[u8])> 
 
 /// (seconds, nanoseconds) to a value of precision `p` (extra digits truncated); `None` when it does
 /// not fit in an i64.
+#[inline]
 pub fn to_unit(secs: i64, nanos: u32, p: u8) -> Option<i64> {
     let unit = units_per_second(p);
     secs.checked_mul(unit)?

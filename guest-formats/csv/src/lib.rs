@@ -11,11 +11,12 @@
 //! `csv_format::encoder(&options, &row_type)?.encode(&columns)?`.
 
 use format_common::cols::Cols;
+use format_common::read::Reader;
 use format_common::temporal::{self, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
     ColumnBatch, ConfigError, DataType, DecodedBatch, EncodedBatch, MessageBatch, Payloads,
-    RowError, RowType, SKIPPED, Value, bool_option, check_known, config_error, decimal, javanum,
-    option, slice_at, type_string,
+    RowError, RowType, SKIPPED, bool_option, check_known, config_error, decimal, javanum, option,
+    slice_at, type_string,
 };
 
 pub const OPTIONS: &[&str] = &[
@@ -313,6 +314,7 @@ impl Decoder {
     /// Decodes a batch: one row per message; skips are errors starting with [`SKIPPED`].
     pub fn decode(&self, batch: &MessageBatch) -> Result<DecodedBatch, String> {
         let mut cols = Cols::new(&self.rt);
+        cols.reserve(batch.count as usize, batch.payloads.len() / 2);
         let mut errors = Vec::new();
         let mut rec = Record {
             buf: Vec::new(),
@@ -508,6 +510,26 @@ impl Decoder {
     }
 }
 
+/// Decimal text of an integer.
+#[inline]
+fn write_int(v: i64, out: &mut Vec<u8>) {
+    let mut buf = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
 fn split<'a>(text: &'a [u8], d: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
     let mut rest = Some(text);
     std::iter::from_fn(move || {
@@ -551,10 +573,12 @@ fn sql_date(s: &str) -> Option<i64> {
 }
 
 impl Encoder {
-    /// Encodes a batch: one record per row, no line terminator.
+    /// Encodes a batch: one record per row, no line terminator; values read straight from the
+    /// columns.
     pub fn encode(&self, batch: &ColumnBatch) -> Result<EncodedBatch, String> {
-        let rows = pulsar_connect_plugin::columns::read_rows(&self.rt, batch)?;
-        let mut out = Payloads::with_capacity(rows.len());
+        let r = Reader::new(&self.rt, batch)?;
+        let rows = batch.row_count as usize;
+        let mut out = Payloads::with_capacity(rows);
         let mut field = Vec::new();
         let mut buf = [0u8; 4];
         let delim = self
@@ -563,45 +587,48 @@ impl Encoder {
             .encode_utf8(&mut buf)
             .as_bytes()
             .to_vec();
-        for row in &rows {
-            for (i, (f, v)) in self.rt.fields.iter().zip(row).enumerate() {
-                if i > 0 {
+        for i in 0..rows {
+            for (c, f) in self.rt.fields.iter().enumerate() {
+                if c > 0 {
                     out.payloads.extend_from_slice(&delim);
                 }
                 let ty = f.type_index as usize;
-                field.clear();
-                match v {
-                    Value::Null => self.null(&mut out.payloads),
-                    Value::Bool(_)
-                    | Value::I8(_)
-                    | Value::I16(_)
-                    | Value::I32(_)
-                    | Value::I64(_)
-                    | Value::F32(_)
-                    | Value::F64(_) => self.text(ty, v, &mut out.payloads),
-                    Value::Array(items) => {
-                        let e = match &self.rt.types[ty].data_type {
-                            DataType::Array(e) => *e as usize,
-                            _ => 0,
-                        };
-                        self.join(items.iter().map(|x| (e, x)), &mut field);
+                if r.is_null(c, i) {
+                    self.null(&mut out.payloads);
+                    continue;
+                }
+                match &self.rt.types[ty].data_type {
+                    // Numbers and booleans are written bare.
+                    DataType::Boolean
+                    | DataType::Tinyint
+                    | DataType::Smallint
+                    | DataType::Int
+                    | DataType::Bigint
+                    | DataType::Float
+                    | DataType::Double => self.text(&r, c, ty, i, &mut out.payloads),
+                    DataType::Array(e) => {
+                        field.clear();
+                        let (s, end) = r.range(c, i);
+                        let child = r.list_child(c);
+                        self.join((s..end).map(|j| (child, *e as usize, j)), &r, &mut field);
                         self.string(&field, &mut out.payloads);
                     }
-                    Value::Row(values) => {
-                        let DataType::Row(fields) = &self.rt.types[ty].data_type else {
-                            return Err("ROW value for a non-ROW type".into());
-                        };
+                    DataType::Row(fields) => {
+                        field.clear();
+                        let children = r.row_children(c);
                         self.join(
                             fields
                                 .iter()
-                                .map(|f| f.type_index as usize)
-                                .zip(values.iter()),
+                                .zip(children)
+                                .map(|(f, ch)| (*ch as usize, f.type_index as usize, i)),
+                            &r,
                             &mut field,
                         );
                         self.string(&field, &mut out.payloads);
                     }
                     _ => {
-                        self.text(ty, v, &mut field);
+                        field.clear();
+                        self.text(&r, c, ty, i, &mut field);
                         self.string(&field, &mut out.payloads);
                     }
                 }
@@ -617,61 +644,58 @@ impl Encoder {
         }
     }
 
-    fn join<'a>(&self, items: impl Iterator<Item = (usize, &'a Value)>, out: &mut Vec<u8>) {
-        for (i, (ty, v)) in items.enumerate() {
-            if i > 0 {
+    /// Array elements (or simple row fields) as (column, type, index), joined by the delimiter.
+    fn join(
+        &self,
+        items: impl Iterator<Item = (usize, usize, usize)>,
+        r: &Reader<'_>,
+        out: &mut Vec<u8>,
+    ) {
+        for (n, (c, ty, i)) in items.enumerate() {
+            if n > 0 {
                 out.extend_from_slice(self.opts.array_delimiter.as_bytes());
             }
-            if v.is_null() {
+            if r.is_null(c, i) {
                 self.null(out);
             } else {
-                self.text(ty, v, out);
+                self.text(r, c, ty, i, out);
             }
         }
     }
 
     /// The text of a scalar value.
-    fn text(&self, ty: usize, v: &Value, out: &mut Vec<u8>) {
+    fn text(&self, r: &Reader<'_>, c: usize, ty: usize, i: usize, out: &mut Vec<u8>) {
         let dt = &self.rt.types[ty].data_type;
-        match v {
-            Value::Null => self.null(out),
-            Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-            Value::I8(x) => out.extend_from_slice(x.to_string().as_bytes()),
-            Value::I16(x) => out.extend_from_slice(x.to_string().as_bytes()),
-            Value::I32(x) => out.extend_from_slice(x.to_string().as_bytes()),
-            Value::I64(x) => out.extend_from_slice(x.to_string().as_bytes()),
-            Value::F32(x) => javanum::write_f32(*x, out),
-            Value::F64(x) => javanum::write_f64(*x, out),
-            Value::Decimal(x) => {
-                let scale = if let DataType::Decimal(d) = dt {
-                    i32::from(d.scale)
-                } else {
-                    0
-                };
-                let (u, s) = decimal::strip(*x, scale);
+        match dt {
+            DataType::Boolean => {
+                out.extend_from_slice(if r.bool(c, i) { b"true" } else { b"false" })
+            }
+            DataType::Tinyint | DataType::Smallint | DataType::Int | DataType::Bigint => {
+                write_int(r.int(c, i), out)
+            }
+            DataType::Float => javanum::write_f32(r.f32(c, i), out),
+            DataType::Double => javanum::write_f64(r.f64(c, i), out),
+            DataType::Decimal(d) => {
+                let (u, s) = decimal::strip(r.decimal(c, i), i32::from(d.scale));
                 decimal::write_plain(u, s, out);
             }
-            Value::String(s) => out.extend_from_slice(s.as_bytes()),
-            Value::Bytes(b) => format_common::b64::encode(b, out),
-            Value::Date(d) => temporal::write_date(i64::from(*d), out),
-            Value::Time(t) => {
-                let p = if let DataType::Time(p) = dt { *p } else { 0 };
-                let (secs, nanos) = temporal::time_parts(*t, p);
+            DataType::Char(_) | DataType::Varchar(_) => out.extend_from_slice(r.bytes(c, i)),
+            DataType::Binary(_) | DataType::Varbinary(_) => {
+                format_common::b64::encode(r.bytes(c, i), out)
+            }
+            DataType::Date => temporal::write_date(r.int(c, i), out),
+            DataType::Time(p) => {
+                let (secs, nanos) = temporal::time_parts(r.int(c, i), *p);
                 temporal::write_hms(secs, out);
                 temporal::write_fraction_stripped(nanos / 1_000_000 * 1_000_000, out);
             }
-            Value::Timestamp(t) => {
-                let (p, ltz) = match dt {
-                    DataType::Timestamp(p) => (*p, false),
-                    DataType::TimestampLtz(p) => (*p, true),
-                    _ => (0, false),
-                };
-                temporal::write_timestamp(*t, p, b' ', out);
-                if ltz {
+            DataType::Timestamp(p) | DataType::TimestampLtz(p) => {
+                temporal::write_timestamp(r.int(c, i), *p, b' ', out);
+                if matches!(dt, DataType::TimestampLtz(_)) {
                     out.push(b'Z');
                 }
             }
-            Value::Array(_) | Value::Map(_) | Value::Row(_) => {}
+            DataType::Array(_) | DataType::Map(_) | DataType::Row(_) => {}
         }
     }
 
@@ -681,14 +705,17 @@ impl Encoder {
             out.extend_from_slice(s);
             return;
         };
-        let text = std::str::from_utf8(s).unwrap_or("");
-        let needs = !text.is_empty()
-            && (text.starts_with('#')
-                || text.encode_utf16().count() > 24
-                || text.chars().any(|c| {
-                    // Jackson also quotes a backslash (its default quote-escape character).
-                    (c as u32) < self.min_safe || c == q || c == '\\' || Some(c) == self.opts.escape
-                }));
+        let esc = self.opts.escape;
+        // Jackson also quotes a backslash (its default quote-escape character).
+        let special = |c: char| (c as u32) < self.min_safe || c == q || c == '\\' || Some(c) == esc;
+        let needs = if s.is_empty() {
+            false
+        } else if s.is_ascii() {
+            s[0] == b'#' || s.len() > 24 || s.iter().any(|&b| special(b as char))
+        } else {
+            let text = std::str::from_utf8(s).unwrap_or("");
+            text.starts_with('#') || text.encode_utf16().count() > 24 || text.chars().any(special)
+        };
         if !needs {
             out.extend_from_slice(s);
             return;
@@ -696,11 +723,26 @@ impl Encoder {
         let mut buf = [0u8; 4];
         let qb = q.encode_utf8(&mut buf).as_bytes().to_vec();
         out.extend_from_slice(&qb);
-        for c in text.chars() {
-            if c == q || Some(c) == self.opts.escape {
+        if q.is_ascii() && esc.is_none_or(|e| e.is_ascii()) {
+            // Doubling quote / escape characters byte-wise (they are ASCII, so never inside a
+            // multi-byte character).
+            let (qa, ea) = (q as u8, esc.map(|e| e as u8));
+            let mut start = 0;
+            for (i, &b) in s.iter().enumerate() {
+                if b == qa || Some(b) == ea {
+                    out.extend_from_slice(&s[start..=i]);
+                    start = i;
+                }
+            }
+            out.extend_from_slice(&s[start..]);
+        } else {
+            let text = std::str::from_utf8(s).unwrap_or("");
+            for c in text.chars() {
+                if c == q || Some(c) == esc {
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
                 out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
             }
-            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
         }
         out.extend_from_slice(&qb);
     }

@@ -33,17 +33,28 @@ fn main() {
         let enc = json_format::encoder(&[], &rt).unwrap();
         let decoded = dec.decode(&batch).unwrap();
         assert!(decoded.errors.is_empty(), "{:?}", decoded.errors);
-        let iters = 2000;
+        let iters: u32 = std::env::var("ITERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2000);
         let t = Instant::now();
         for _ in 0..iters {
             std::hint::black_box(dec.decode(std::hint::black_box(&batch)).unwrap());
         }
-        let ns = t.elapsed().as_nanos() as f64 / (iters * 1024) as f64;
+        let ns = t.elapsed().as_nanos() as f64 / (f64::from(iters) * 1024.0);
+        // `decode-only`: for `perf stat -e instructions` (stable when the machine is busy).
+        if std::env::args().nth(1).as_deref() == Some("decode-only") {
+            println!(
+                "json {label}: decode {ns:.0} ns/row ({} decode calls of 1024 rows)",
+                iters + 1
+            );
+            continue;
+        }
         let t = Instant::now();
         for _ in 0..iters / 4 {
             std::hint::black_box(enc.encode(std::hint::black_box(&decoded.rows)).unwrap());
         }
-        let ens = t.elapsed().as_nanos() as f64 / (iters / 4 * 1024) as f64;
+        let ens = t.elapsed().as_nanos() as f64 / (f64::from(iters / 4) * 1024.0);
         #[derive(serde::Deserialize)]
         #[allow(dead_code)]
         struct Order<'a> {
@@ -60,7 +71,7 @@ fn main() {
                 std::hint::black_box(serde_json::from_slice::<Order>(p).unwrap());
             }
         }
-        let sns = t.elapsed().as_nanos() as f64 / (iters / 4 * 1024) as f64;
+        let sns = t.elapsed().as_nanos() as f64 / (f64::from(iters / 4) * 1024.0);
         println!(
             "  (reference on this machine: serde_json into a borrowed struct, no columns, no timestamp parsing: {sns:.0} ns/row)"
         );

@@ -267,17 +267,10 @@ impl<'a> Parser<'a> {
         self.i += 1;
         let start = self.i;
         let s = self.s;
-        let mut j = start;
-        while j < s.len() {
-            let c = s[j];
-            if c == b'"' {
-                self.i = j + 1;
-                return Ok(Some((start, j)));
-            }
-            if c == b'\\' || c < 0x20 {
-                break;
-            }
-            j += 1;
+        let j = scan_plain(s, start);
+        if s.get(j) == Some(&b'"') {
+            self.i = j + 1;
+            return Ok(Some((start, j)));
         }
         self.scratch.clear();
         self.scratch.extend_from_slice(&s[start..j]);
@@ -481,6 +474,41 @@ impl<'a> Parser<'a> {
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `w` that is below `n` (n <= 128); exact for the lowest such byte.
+#[inline]
+fn bytes_below(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS
+}
+
+/// High bit set in each byte of `w` equal to `b`; exact for the lowest such byte.
+#[inline]
+fn bytes_equal(w: u64, b: u8) -> u64 {
+    bytes_below(w ^ (ONES * u64::from(b)), 1)
+}
+
+/// The index of the first `"`, `\\` or control character at or after `j` (or `s.len()`), eight
+/// bytes at a time.
+#[inline]
+fn scan_plain(s: &[u8], mut j: usize) -> usize {
+    while j + 8 <= s.len() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[j..j + 8]);
+        let w = u64::from_le_bytes(w);
+        let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\') | bytes_below(w, 0x20);
+        if m != 0 {
+            return j + (m.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while j < s.len() && !matches!(s[j], b'"' | b'\\' | 0..=0x1f) {
+        j += 1;
+    }
+    j
+}
+
 /// Compact JSON text of a value (Jackson's `JsonNode.toString()` for the STRING-from-anything case):
 /// the input with whitespace outside strings removed.
 fn compact(text: &[u8], out: &mut Vec<u8>) {
@@ -538,6 +566,7 @@ impl Decoder {
     /// with [`SKIPPED`]).
     pub fn decode(&self, batch: &MessageBatch) -> Result<DecodedBatch, String> {
         let mut cols = Cols::new(&self.rt);
+        cols.reserve(batch.count as usize, batch.payloads.len() / 2);
         let mut errors = Vec::new();
         let mut p = Parser {
             s: &[],

@@ -223,6 +223,7 @@ impl Raw {
     /// Decodes a batch: one row per message.
     pub fn decode(&self, batch: &MessageBatch) -> Result<DecodedBatch, String> {
         let mut cols = Cols::new(&self.rt);
+        cols.reserve(batch.count as usize, batch.payloads.len() / 2);
         let mut errors = Vec::new();
         let nullable = self.rt.types[self.ty].nullable;
         let le = self.little_endian;
