@@ -35,12 +35,18 @@ async fn read_all(
     )
     .await?;
     let mut out = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut last = tokio::time::Instant::now();
     while tokio::time::Instant::now() < deadline {
         let batch = reader.next_batch(100, Duration::from_millis(300)).await?;
-        if batch.is_empty() && out.len() >= expect {
-            break;
+        if batch.is_empty() {
+            // Done once the expected messages are in and nothing more came for a while.
+            if out.len() >= expect && last.elapsed() > Duration::from_secs(2) {
+                break;
+            }
+            continue;
         }
+        last = tokio::time::Instant::now();
         for m in batch {
             out.push((
                 message::key(&m).map(str::to_owned),

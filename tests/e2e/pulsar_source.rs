@@ -149,9 +149,9 @@ async fn earliest_reads_every_partition_once_with_metadata_columns() -> Result<(
             'format' = 'json',
             'scan.startup.mode' = 'earliest'
         );
-        CREATE TABLE out (id BIGINT, t STRING, mid_len INT, et TIMESTAMP_LTZ(3), props MAP<STRING, STRING>, recent BOOLEAN)
+        CREATE TABLE out (id BIGINT, t STRING, mid BYTES, et TIMESTAMP_LTZ(3), props MAP<STRING, STRING>, recent BOOLEAN)
             WITH ('connector' = 'collect');
-        INSERT INTO out SELECT order_id, `topic`, CAST(octet_length(mid) AS INT), et, props, pt > TIMESTAMP '2020-01-01 00:00:00' FROM src;",
+        INSERT INTO out SELECT order_id, `topic`, mid, et, props, pt > TIMESTAMP '2020-01-01 00:00:00' FROM src;",
         broker.service_url
     );
     let job = RunningJob::start(&sql, None).await?;
@@ -174,6 +174,8 @@ async fn earliest_reads_every_partition_once_with_metadata_columns() -> Result<(
         };
         assert!(r.contains(&et), "event time: {r}");
         assert!(r.ends_with("true]"), "publish time: {r}");
+        // The serialized MessageIdData starts with field 1 (ledgerId, varint): tag byte 8.
+        assert!(r.contains(", [8, "), "message id bytes: {r}");
     }
     Ok(())
 }
@@ -409,7 +411,7 @@ async fn key_and_value_formats_with_prefix_and_except_key() -> Result<()> {
         "+I[0, user-0]",
         "+I[1, user-1]",
         "+I[2, user-2]",
-        "+I[3, NULL]",
+        "+I[3, null]",
     ]
     .into_iter()
     .map(String::from)

@@ -278,7 +278,15 @@ impl Manifest {
         let mut resolved = Vec::new();
         for spec in &self.options {
             match given.iter().find(|(n, _)| n == &spec.name) {
-                Some((_, value)) => resolved.push((spec.name.clone(), value.trim().to_owned())),
+                // Strings verbatim (a tab delimiter, a null literal with spaces); the rest trimmed.
+                Some((_, value)) => resolved.push((
+                    spec.name.clone(),
+                    if matches!(spec.ty, OptionType::String) {
+                        value.clone()
+                    } else {
+                        value.trim().to_owned()
+                    },
+                )),
                 None if spec.required => {
                     bail!("required option `{}` is missing ({})", spec.name, spec.doc);
                 }

@@ -351,6 +351,20 @@ pub async fn run(
                             finished.insert(i);
                             if finished.len() == n {
                                 if !finishing {
+                                    // A failing task closes its channels, so the stages after it can report
+                                    // Finished before its Failed arrives: prefer the real cause.
+                                    let wait = tokio::time::sleep(Duration::from_secs(5));
+                                    tokio::pin!(wait);
+                                    loop {
+                                        tokio::select! {
+                                            e = ev_rx.recv() => match e {
+                                                Some(Event::Failed(msg)) => return Err(anyhow!(msg)),
+                                                Some(_) => continue,
+                                                None => break,
+                                            },
+                                            _ = &mut wait => break,
+                                        }
+                                    }
                                     return Err(anyhow!("pipelines ended before the final checkpoint"));
                                 }
                                 return Ok(());
