@@ -27,7 +27,12 @@ fn cpu_seconds() -> f64 {
         .unwrap_or("")
         .split_whitespace()
         .collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
@@ -41,13 +46,21 @@ async fn main() -> Result<()> {
     let client = connect(&ClientConfig::new(&service_url)).await?;
     let sub = format!(
         "bare-{}",
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis()
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis()
     );
     let mut readers = Vec::new();
     for split in splits_of(&client, &[topic]).await? {
         readers.push(
-            SplitReader::open(&client, split, &sub, StartPosition::Earliest, DataLossPolicy::Fail)
-                .await?,
+            SplitReader::open(
+                &client,
+                split,
+                &sub,
+                StartPosition::Earliest,
+                DataLossPolicy::Fail,
+            )
+            .await?,
         );
     }
     let mut set = SplitSet::new(readers);

@@ -20,8 +20,14 @@ const ROUNDS: usize = 20;
 fn binary() -> PathBuf {
     let p = std::env::var_os("PULSAR_CONNECT_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| pulsar_connect_tests::guests::repo_root().join("target/release/pulsar-connect"));
-    assert!(p.exists(), "{} not found: run `cargo build --release -p pulsar-connect`", p.display());
+        .unwrap_or_else(|| {
+            pulsar_connect_tests::guests::repo_root().join("target/release/pulsar-connect")
+        });
+    assert!(
+        p.exists(),
+        "{} not found: run `cargo build --release -p pulsar-connect`",
+        p.display()
+    );
     p
 }
 
@@ -63,7 +69,11 @@ fn spawn(job: &Path, state: &Path, log: &Path) -> Child {
 }
 
 /// Sequence numbers in the output topic, as a consumer sees them.
-async fn read_output(broker: &TestBroker, topic: &str, expect: usize) -> Result<BTreeMap<u64, usize>> {
+async fn read_output(
+    broker: &TestBroker,
+    topic: &str,
+    expect: usize,
+) -> Result<BTreeMap<u64, usize>> {
     let client = broker.client().await?;
     let mut reader = SplitReader::open(
         &client,
@@ -115,7 +125,8 @@ async fn kill_9_twenty_times_and_the_output_holds_every_input_once() -> Result<(
         .map(|i| {
             producer.send(
                 OutgoingMessage::with_payload(
-                    format!(r#"{{"seq":{i},"payload":"row-{i:08}-{}"}}"#, "x".repeat(40)).into_bytes(),
+                    format!(r#"{{"seq":{i},"payload":"row-{i:08}-{}"}}"#, "x".repeat(40))
+                        .into_bytes(),
                 )
                 .into(),
             )
@@ -126,14 +137,25 @@ async fn kill_9_twenty_times_and_the_output_holds_every_input_once() -> Result<(
 
     let tmp = tempfile::tempdir()?;
     let job = tmp.path().join("job.sql");
-    std::fs::write(&job, job_sql(&broker, &format!("eo-{}", now_ms()), &input, &output, "exactly-once"))?;
+    std::fs::write(
+        &job,
+        job_sql(
+            &broker,
+            &format!("eo-{}", now_ms()),
+            &input,
+            &output,
+            "exactly-once",
+        ),
+    )?;
     let state = tmp.path().join("state");
     let log = tmp.path().join("job.log");
     let mut seed = now_ms();
     for round in 0..ROUNDS {
         let mut child = spawn(&job, &state, &log);
         // A pseudo-random point between 0.3 s and 2.3 s into the run.
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let wait = 300 + (seed >> 33) % 2000;
         std::thread::sleep(Duration::from_millis(wait));
         if let Some(status) = child.try_wait()? {
@@ -177,7 +199,9 @@ async fn kill_9_twenty_times_and_the_output_holds_every_input_once() -> Result<(
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     let counts = read_output(&broker, &output, N as usize).await?;
-    let missing: Vec<u64> = (0..u64::from(N)).filter(|s| !counts.contains_key(s)).collect();
+    let missing: Vec<u64> = (0..u64::from(N))
+        .filter(|s| !counts.contains_key(s))
+        .collect();
     let dupes: Vec<(u64, usize)> = counts
         .iter()
         .filter(|(_, c)| **c > 1)
@@ -216,15 +240,19 @@ unsafe fn libc_kill(pid: i32) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_timeout_shorter_than_the_checkpoint_cycle_is_refused() -> Result<()> {
     let broker = TestBroker::get();
-    let sql = job_sql(&broker, "eo-timeout", "in", "out", "exactly-once")
-        .replace("'transaction-timeout' = '20s'", "'transaction-timeout' = '3s'");
+    let sql = job_sql(&broker, "eo-timeout", "in", "out", "exactly-once").replace(
+        "'transaction-timeout' = '20s'",
+        "'transaction-timeout' = '3s'",
+    );
     let (registry, _) = pulsar_connect_tests::jobs::registry();
     let err = match pulsar_connect::job::load_text(&sql, &registry).await {
         Ok(_) => panic!("accepted"),
         Err(e) => e.to_string(),
     };
     assert!(
-        err.contains("table 'dst'") && err.contains("transaction-timeout") && err.contains("too short"),
+        err.contains("table 'dst'")
+            && err.contains("transaction-timeout")
+            && err.contains("too short"),
         "{err}"
     );
     Ok(())

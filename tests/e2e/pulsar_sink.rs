@@ -20,7 +20,14 @@ async fn read_all(
     topic: &str,
     partition: i32,
     expect: usize,
-) -> Result<Vec<(Option<String>, Vec<u8>, BTreeMap<String, String>, Option<u64>)>> {
+) -> Result<
+    Vec<(
+        Option<String>,
+        Vec<u8>,
+        BTreeMap<String, String>,
+        Option<u64>,
+    )>,
+> {
     let client = broker.client().await?;
     let split = Split {
         topic: TopicName::parse(topic)?,
@@ -135,7 +142,9 @@ async fn values_with_key_metadata_and_key_hash_routing_round_trip() -> Result<()
     assert_eq!(summary.rows_out, 40);
     let mut seen = 0;
     for p in 0..4 {
-        for (key, payload, props, et) in read_all(&broker, &format!("{topic}-partition-{p}"), p, 0).await? {
+        for (key, payload, props, et) in
+            read_all(&broker, &format!("{topic}-partition-{p}"), p, 0).await?
+        {
             let key = key.expect("every row has a key");
             let i: u32 = key.trim_start_matches("user-").parse()?;
             // key-hash: abs(murmur3_32(key bytes)) % partitions, on the raw key bytes.
@@ -146,7 +155,10 @@ async fn values_with_key_metadata_and_key_hash_routing_round_trip() -> Result<()
             assert_eq!(v["order_status"], format!("s{i}"));
             // value.fields-include = ALL: the key column is in the value too.
             assert_eq!(v["user"], key);
-            assert_eq!(props.get("n").map(String::as_str), Some(i.to_string().as_str()));
+            assert_eq!(
+                props.get("n").map(String::as_str),
+                Some(i.to_string().as_str())
+            );
             // 2020-03-08T13:12:ss.123 UTC in ms.
             assert_eq!(et, Some(1_583_673_120_123 + u64::from(i % 60) * 1000));
             seen += 1;
@@ -200,21 +212,48 @@ async fn sink_option_errors_name_the_table_and_option() -> Result<()> {
         )
     };
     for (extra, want) in [
-        (", 'sink.message-router' = 'nope'", "option 'sink.message-router'"),
-        (", 'sink.semantic' = 'EXACTLY_ONCE'", "allowed values: at-least-once, exactly-once, none"),
-        (", 'key.format' = 'raw'", "requires the declaration of one or more key fields"),
-        (", 'key.format' = 'raw', 'key.fields' = 'zz'", "'zz' is not a physical column"),
-        (", 'key.fields-prefix' = 'k_', 'key.format' = 'raw', 'key.fields' = 'b'", "not allowed when option 'value.fields-include' is set to 'ALL'"),
-        (", 'json.fail-on-missing-fields' = 'true'", "json.fail-on-missing-fields"),
-        (", 'properties.pulsar.reader.receiverQueueSize' = 'many'", "receiverQueueSize"),
-        (", 'auth-plugin-classname' = 'org.example.Kerberos', 'auth-params' = 'secret-value'", "not supported"),
+        (
+            ", 'sink.message-router' = 'nope'",
+            "option 'sink.message-router'",
+        ),
+        (
+            ", 'sink.semantic' = 'EXACTLY_ONCE'",
+            "allowed values: at-least-once, exactly-once, none",
+        ),
+        (
+            ", 'key.format' = 'raw'",
+            "requires the declaration of one or more key fields",
+        ),
+        (
+            ", 'key.format' = 'raw', 'key.fields' = 'zz'",
+            "'zz' is not a physical column",
+        ),
+        (
+            ", 'key.fields-prefix' = 'k_', 'key.format' = 'raw', 'key.fields' = 'b'",
+            "not allowed when option 'value.fields-include' is set to 'ALL'",
+        ),
+        (
+            ", 'json.fail-on-missing-fields' = 'true'",
+            "json.fail-on-missing-fields",
+        ),
+        (
+            ", 'properties.pulsar.reader.receiverQueueSize' = 'many'",
+            "receiverQueueSize",
+        ),
+        (
+            ", 'auth-plugin-classname' = 'org.example.Kerberos', 'auth-params' = 'secret-value'",
+            "not supported",
+        ),
     ] {
         let (registry, _) = pulsar_connect_tests::jobs::registry();
         let err = match pulsar_connect::job::load_text(&base(extra), &registry).await {
             Ok(_) => panic!("accepted: {extra}"),
             Err(e) => e.to_string(),
         };
-        assert!(err.contains("table 't'") && err.contains(want), "{extra}: {err}");
+        assert!(
+            err.contains("table 't'") && err.contains(want),
+            "{extra}: {err}"
+        );
         assert!(!err.contains("secret-value"), "secret printed: {err}");
     }
     Ok(())

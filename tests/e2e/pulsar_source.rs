@@ -102,9 +102,10 @@ async fn wait_subscribed(broker: &TestBroker, topic: &str) {
     for _ in 0..200 {
         if let Ok(stats) = broker.admin("GET", &format!("/admin/v2/persistent/{path}/stats"), None)
             && let Ok(v) = serde_json::from_str::<serde_json::Value>(&stats)
-            && v["subscriptions"]
-                .as_object()
-                .is_some_and(|subs| subs.values().any(|s| s["consumers"].as_array().is_some_and(|c| !c.is_empty())))
+            && v["subscriptions"].as_object().is_some_and(|subs| {
+                subs.values()
+                    .any(|s| s["consumers"].as_array().is_some_and(|c| !c.is_empty()))
+            })
         {
             tokio::time::sleep(Duration::from_millis(300)).await;
             return;
@@ -158,7 +159,11 @@ async fn earliest_reads_every_partition_once_with_metadata_columns() -> Result<(
     let rows = job.wait_rows(10, WAIT).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (_, rows2) = job.stop().await?;
-    assert_eq!(rows.len(), rows2.len(), "nothing more than the 10 messages: {rows2:#?}");
+    assert_eq!(
+        rows.len(),
+        rows2.len(),
+        "nothing more than the 10 messages: {rows2:#?}"
+    );
     assert_eq!(ids(&rows2), (0..10).collect::<Vec<_>>());
     for r in &rows2 {
         let id: u32 = ids(std::slice::from_ref(r))[0];
@@ -166,7 +171,10 @@ async fn earliest_reads_every_partition_once_with_metadata_columns() -> Result<(
             r.contains(&format!("{topic}-partition-{}", id % 3)),
             "topic metadata: {r}"
         );
-        assert!(r.contains("origin=test") && r.contains(&format!("n={id}")), "properties: {r}");
+        assert!(
+            r.contains("origin=test") && r.contains(&format!("n={id}")),
+            "properties: {r}"
+        );
         let et = if id == 0 {
             "1970-01-01T00:00:01Z".to_owned()
         } else {
@@ -186,11 +194,7 @@ async fn latest_reads_only_messages_published_after_the_start() -> Result<()> {
     let topic = unique_topic("src-latest");
     let client = broker.client().await?;
     send_orders(&client, &topic, 0..5).await?;
-    let job = RunningJob::start(
-        &job(&broker, &format!("'topic' = '{topic}'"), ""),
-        None,
-    )
-    .await?;
+    let job = RunningJob::start(&job(&broker, &format!("'topic' = '{topic}'"), ""), None).await?;
     wait_subscribed(&broker, &topic).await;
     send_orders(&client, &topic, 5..8).await?;
     job.wait_rows(3, WAIT).await?;
@@ -232,7 +236,9 @@ async fn specific_offsets_are_inclusive_and_timestamp_starts_at_publish_time() -
         &job(
             &broker,
             &format!("'topic' = '{topic}'"),
-            &format!(",\n'scan.startup.mode' = 'timestamp', 'scan.startup.timestamp-millis' = '{t}'"),
+            &format!(
+                ",\n'scan.startup.mode' = 'timestamp', 'scan.startup.timestamp-millis' = '{t}'"
+            ),
         ),
         None,
     )
@@ -254,7 +260,8 @@ async fn external_subscription_starts_at_its_cursor_or_where_told() -> Result<()
     let extra = format!(
         ",\n'scan.startup.mode' = 'external-subscription', 'scan.startup.sub-name' = '{sub}', 'scan.startup.sub-start-offset' = 'earliest'"
     );
-    let job1 = RunningJob::start(&job(&broker, &format!("'topic' = '{topic}'"), &extra), None).await?;
+    let job1 =
+        RunningJob::start(&job(&broker, &format!("'topic' = '{topic}'"), &extra), None).await?;
     job1.wait_rows(6, WAIT).await?;
     // Let a checkpoint complete so the position is committed to the subscription.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -262,7 +269,8 @@ async fn external_subscription_starts_at_its_cursor_or_where_told() -> Result<()
     assert_eq!(ids(&rows), (0..6).collect::<Vec<_>>());
     // The subscription now sits after message 5: a fresh job (no checkpoint) continues from there.
     send_orders(&client, &topic, 6..9).await?;
-    let job2 = RunningJob::start(&job(&broker, &format!("'topic' = '{topic}'"), &extra), None).await?;
+    let job2 =
+        RunningJob::start(&job(&broker, &format!("'topic' = '{topic}'"), &extra), None).await?;
     job2.wait_rows(3, WAIT).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (_, rows) = job2.stop().await?;
@@ -380,7 +388,11 @@ async fn key_and_value_formats_with_prefix_and_except_key() -> Result<()> {
             format!(r#"{{"order_id":{i},"order_status":"s{i}"}}"#).into_bytes(),
         );
         // One message without a key: its key column is NULL.
-        if i == 3 { m } else { m.key(format!("user-{i}")) }
+        if i == 3 {
+            m
+        } else {
+            m.key(format!("user-{i}"))
+        }
     });
     send(&client, &topic, msgs).await?;
     let sql = format!(
@@ -436,7 +448,11 @@ async fn malformed_messages_fail_with_their_id_or_are_skipped_when_asked() -> Re
     )
     .await?;
     let failing = RunningJob::start(
-        &job(&broker, &format!("'topic' = '{topic}'"), ",\n'scan.startup.mode' = 'earliest'"),
+        &job(
+            &broker,
+            &format!("'topic' = '{topic}'"),
+            ",\n'scan.startup.mode' = 'earliest'",
+        ),
         None,
     )
     .await?;
@@ -473,7 +489,11 @@ async fn resuming_beyond_the_end_of_a_recreated_topic_is_data_loss() -> Result<(
     let name = format!("loss-{}", now_ms());
     let sql = format!(
         "SET 'pipeline.name' = '{name}';\n{}",
-        job(&broker, &format!("'topic' = '{topic}'"), ",\n'scan.startup.mode' = 'earliest'")
+        job(
+            &broker,
+            &format!("'topic' = '{topic}'"),
+            ",\n'scan.startup.mode' = 'earliest'"
+        )
     );
     let job1 = RunningJob::start(&sql, Some(state.path())).await?;
     job1.wait_rows(5, WAIT).await?;
@@ -481,7 +501,11 @@ async fn resuming_beyond_the_end_of_a_recreated_topic_is_data_loss() -> Result<(
     // Delete and recreate the topic with fewer messages: the checkpoint's position is now beyond its end.
     drop(client);
     let path = topic.strip_prefix("persistent://").unwrap();
-    broker.admin("DELETE", &format!("/admin/v2/persistent/{path}?force=true"), None)?;
+    broker.admin(
+        "DELETE",
+        &format!("/admin/v2/persistent/{path}?force=true"),
+        None,
+    )?;
     let client = broker.client().await?;
     send_orders(&client, &topic, 100..102).await?;
     let err = RunningJob::start(&sql, Some(state.path()))

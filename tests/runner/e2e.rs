@@ -113,7 +113,8 @@ fn validate_prints_the_plan_and_exit_codes() {
     let err = String::from_utf8_lossy(&seed.stderr);
     assert!(seed.status.success(), "{out}{err}");
     assert!(
-        out.contains("table pulsar_table (connector 'pulsar'") && out.contains("auth-params = '******'"),
+        out.contains("table pulsar_table (connector 'pulsar'")
+            && out.contains("auth-params = '******'"),
         "{out}"
     );
     assert!(

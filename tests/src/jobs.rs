@@ -127,7 +127,10 @@ impl RunningJob {
                 anyhow::bail!("the job ended after {} of {n} rows", rows.len());
             }
             if Instant::now() > deadline {
-                anyhow::bail!("only {} of {n} rows after {timeout:?}: {rows:#?}", rows.len());
+                anyhow::bail!(
+                    "only {} of {n} rows after {timeout:?}: {rows:#?}",
+                    rows.len()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

@@ -45,13 +45,25 @@ struct Measure {
 
 impl Measure {
     fn rate(&self) -> f64 {
-        if self.wall > 0.0 { self.rows as f64 / self.wall } else { 0.0 }
+        if self.wall > 0.0 {
+            self.rows as f64 / self.wall
+        } else {
+            0.0
+        }
     }
     fn mb_s(&self) -> f64 {
-        if self.wall > 0.0 { self.bytes as f64 / self.wall / 1e6 } else { 0.0 }
+        if self.wall > 0.0 {
+            self.bytes as f64 / self.wall / 1e6
+        } else {
+            0.0
+        }
     }
     fn cpu_per_m(&self) -> f64 {
-        if self.rows > 0 { self.cpu * 1e6 / self.rows as f64 } else { 0.0 }
+        if self.rows > 0 {
+            self.cpu * 1e6 / self.rows as f64
+        } else {
+            0.0
+        }
     }
 }
 
@@ -61,8 +73,18 @@ fn free_port() -> Result<u16> {
 
 fn proc_cpu(pid: u32) -> f64 {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let t = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let t = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (t(11) + t(12)) / 100.0
 }
 
@@ -113,7 +135,14 @@ impl Ctx {
     }
 
     /// A bounded producing job (datagen → pulsar): whole-process numbers.
-    fn produce(&self, name: &str, topic: &str, format: &str, extra: &str, interval: &str) -> Result<Measure> {
+    fn produce(
+        &self,
+        name: &str,
+        topic: &str,
+        format: &str,
+        extra: &str,
+        interval: &str,
+    ) -> Result<Measure> {
         let sql = format!(
             "SET 'execution.checkpointing.interval' = '{interval}';
 CREATE TABLE gen (order_id BIGINT, order_product_id BIGINT, order_customer_id BIGINT, order_status STRING) WITH (
@@ -138,7 +167,9 @@ INSERT INTO dst SELECT * FROM gen;",
             .arg(self.dir.join("state"))
             .arg("--fresh")
             .stdout(Stdio::null())
-            .stderr(Stdio::from(fs::File::create(self.dir.join(format!("{name}.log")))?))
+            .stderr(Stdio::from(fs::File::create(
+                self.dir.join(format!("{name}.log")),
+            )?))
             .spawn()?;
         let pid = child.id();
         let mut cpu = 0.0;
@@ -152,7 +183,10 @@ INSERT INTO dst SELECT * FROM gen;",
             std::thread::sleep(Duration::from_millis(20));
         };
         if !status.success() {
-            bail!("{name} failed ({status}); log: {}", self.dir.join(format!("{name}.log")).display());
+            bail!(
+                "{name} failed ({status}); log: {}",
+                self.dir.join(format!("{name}.log")).display()
+            );
         }
         Ok(Measure {
             name: name.to_owned(),
@@ -242,7 +276,10 @@ INSERT INTO sink SELECT * FROM src;",
             .arg(self.rows.to_string())
             .output()?;
         if !out.status.success() {
-            bail!("bare_consumer failed: {}", String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "bare_consumer failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let v: Value = serde_json::from_slice(out.stdout.trim_ascii())?;
         Ok(Measure {
@@ -256,7 +293,14 @@ INSERT INTO sink SELECT * FROM src;",
         })
     }
 
-    fn flink(&self, name: &str, sql: &str, topic: &str, expect: bool, vars: &[&str]) -> Result<Measure> {
+    fn flink(
+        &self,
+        name: &str,
+        sql: &str,
+        topic: &str,
+        expect: bool,
+        vars: &[&str],
+    ) -> Result<Measure> {
         let jar = self.root.join("bench/flink-peer/target/flink-peer.jar");
         let report = self.dir.join(format!("{name}.json"));
         let mut cmd = Command::new("java");
@@ -264,7 +308,14 @@ INSERT INTO sink SELECT * FROM src;",
             .arg(&jar)
             .arg("--sql")
             .arg(self.root.join("bench/flink-peer/jobs").join(sql))
-            .args(["--service-url", &self.service_url, "--admin-url", &self.admin_url, "--topic", topic])
+            .args([
+                "--service-url",
+                &self.service_url,
+                "--admin-url",
+                &self.admin_url,
+                "--topic",
+                topic,
+            ])
             .args(["--timeout", "900", "--report"])
             .arg(&report);
         if expect {
@@ -275,14 +326,19 @@ INSERT INTO sink SELECT * FROM src;",
         }
         let out = cmd
             .stdout(Stdio::null())
-            .stderr(Stdio::from(fs::File::create(self.dir.join(format!("{name}.log")))?))
+            .stderr(Stdio::from(fs::File::create(
+                self.dir.join(format!("{name}.log")),
+            )?))
             .status()?;
         let r: Value = serde_json::from_str(&fs::read_to_string(&report).unwrap_or_default())
             .with_context(|| format!("{name}: no report ({out})"))?;
         let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
         let rows = r["rows"].as_u64().unwrap_or(0);
         let (wall, cpu) = if expect {
-            (f("wall_seconds_from_first_row"), f("cpu_seconds_from_first_row"))
+            (
+                f("wall_seconds_from_first_row"),
+                f("cpu_seconds_from_first_row"),
+            )
         } else {
             (f("wall_seconds"), f("cpu_seconds"))
         };
@@ -314,11 +370,22 @@ fn partitioned(admin_url: &str, topic: &str, n: u32) -> Result<()> {
 
 pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process::ExitCode> {
     let root = paths::workspace_root();
-    let rows = args.rows.unwrap_or(if args.smoke { 2_000 } else { 1_000_000 });
+    let rows = args
+        .rows
+        .unwrap_or(if args.smoke { 2_000 } else { 1_000_000 });
     build_plugins::run(build_plugins::Args::default())?;
     let built = cargo()
         .current_dir(&root)
-        .args(["build", "--release", "-p", "pulsar-connect", "--bin", "pulsar-connect", "--example", "bare_consumer"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "pulsar-connect",
+            "--bin",
+            "pulsar-connect",
+            "--example",
+            "bare_consumer",
+        ])
         .status()?;
     if !built.success() {
         bail!("building failed ({built})");
@@ -343,7 +410,9 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         }
     };
     let info = BrokerInfo::load(Profile::Default).context("no broker")?;
-    let run_id = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let run_id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
     let dir = root.join("target/bench").join(run_id.to_string());
     fs::create_dir_all(&dir)?;
     let ctx = Ctx {
@@ -360,29 +429,119 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
     let mut out: Vec<Measure> = Vec::new();
     let step = |m: Result<Measure>, out: &mut Vec<Measure>| -> Result<()> {
         let m = m?;
-        eprintln!("  {:<40} {:>10.0} msg/s  {:>6.2} CPU-s/M  {:>6.0} MB RSS", m.name, m.rate(), m.cpu_per_m(), m.peak_rss_mb);
+        eprintln!(
+            "  {:<40} {:>10.0} msg/s  {:>6.2} CPU-s/M  {:>6.0} MB RSS",
+            m.name,
+            m.rate(),
+            m.cpu_per_m(),
+            m.peak_rss_mb
+        );
         out.push(m);
         Ok(())
     };
     eprintln!("producing {rows} rows per topic (these runs are the sink benchmarks)");
-    step(ctx.produce("ours: datagen → json → key-hash → pulsar (1p, at-least-once)", &json1, "json", ", 'sink.message-router' = 'key-hash'", "2s"), &mut out)?;
-    step(ctx.produce("ours: datagen → json → key-hash → pulsar (4p, at-least-once)", &json4, "json", ", 'sink.message-router' = 'key-hash'", "2s"), &mut out)?;
-    step(ctx.produce("ours: datagen → json → pulsar (1p, exactly-once)", &eo1, "json", ", 'sink.semantic' = 'exactly-once'", "2s"), &mut out)?;
-    step(ctx.produce("ours: datagen → avro → pulsar (1p)", &avro1, "avro", "", "2s"), &mut out)?;
+    step(
+        ctx.produce(
+            "ours: datagen → json → key-hash → pulsar (1p, at-least-once)",
+            &json1,
+            "json",
+            ", 'sink.message-router' = 'key-hash'",
+            "2s",
+        ),
+        &mut out,
+    )?;
+    step(
+        ctx.produce(
+            "ours: datagen → json → key-hash → pulsar (4p, at-least-once)",
+            &json4,
+            "json",
+            ", 'sink.message-router' = 'key-hash'",
+            "2s",
+        ),
+        &mut out,
+    )?;
+    step(
+        ctx.produce(
+            "ours: datagen → json → pulsar (1p, exactly-once)",
+            &eo1,
+            "json",
+            ", 'sink.semantic' = 'exactly-once'",
+            "2s",
+        ),
+        &mut out,
+    )?;
+    step(
+        ctx.produce(
+            "ours: datagen → avro → pulsar (1p)",
+            &avro1,
+            "avro",
+            "",
+            "2s",
+        ),
+        &mut out,
+    )?;
     eprintln!("reading");
-    step(ctx.consume("ours: pulsar(json, 1p) → blackhole", &json1, "json"), &mut out)?;
-    step(ctx.consume("ours: pulsar(json, 4p) → blackhole", &json4, "json"), &mut out)?;
-    step(ctx.consume("ours: pulsar(avro, 1p) → blackhole", &avro1, "avro"), &mut out)?;
-    step(ctx.consume("ours: pulsar(raw, 1p) → blackhole", &json1, "raw"), &mut out)?;
+    step(
+        ctx.consume("ours: pulsar(json, 1p) → blackhole", &json1, "json"),
+        &mut out,
+    )?;
+    step(
+        ctx.consume("ours: pulsar(json, 4p) → blackhole", &json4, "json"),
+        &mut out,
+    )?;
+    step(
+        ctx.consume("ours: pulsar(avro, 1p) → blackhole", &avro1, "avro"),
+        &mut out,
+    )?;
+    step(
+        ctx.consume("ours: pulsar(raw, 1p) → blackhole", &json1, "raw"),
+        &mut out,
+    )?;
     step(ctx.ceiling("ceiling: bare consumer (1p)", &json1), &mut out)?;
     step(ctx.ceiling("ceiling: bare consumer (4p)", &json4), &mut out)?;
     if with_flink {
         eprintln!("Flink peer");
-        step(ctx.flink("flink: pulsar(json, 1p) → blackhole", "pulsar-json-blackhole.sql", &json1, true, &[]), &mut out)?;
-        step(ctx.flink("flink: pulsar(json, 4p) → blackhole", "pulsar-json-blackhole.sql", &json4, true, &[]), &mut out)?;
-        step(ctx.flink("flink: pulsar(raw, 1p) → blackhole", "pulsar-raw-blackhole.sql", &json1, true, &[]), &mut out)?;
+        step(
+            ctx.flink(
+                "flink: pulsar(json, 1p) → blackhole",
+                "pulsar-json-blackhole.sql",
+                &json1,
+                true,
+                &[],
+            ),
+            &mut out,
+        )?;
+        step(
+            ctx.flink(
+                "flink: pulsar(json, 4p) → blackhole",
+                "pulsar-json-blackhole.sql",
+                &json4,
+                true,
+                &[],
+            ),
+            &mut out,
+        )?;
+        step(
+            ctx.flink(
+                "flink: pulsar(raw, 1p) → blackhole",
+                "pulsar-raw-blackhole.sql",
+                &json1,
+                true,
+                &[],
+            ),
+            &mut out,
+        )?;
         let rows_var = format!("ROWS={rows}");
-        step(ctx.flink("flink: datagen → json → pulsar (1p)", "datagen-json-pulsar.sql", &t("flink-sink"), false, &[&rows_var]), &mut out)?;
+        step(
+            ctx.flink(
+                "flink: datagen → json → pulsar (1p)",
+                "datagen-json-pulsar.sql",
+                &t("flink-sink"),
+                false,
+                &[&rows_var],
+            ),
+            &mut out,
+        )?;
     }
     match decode_bench(&root, &cargo, rows.min(200_000)) {
         Ok(ms) => {
@@ -407,7 +566,15 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
 fn decode_bench(root: &Path, cargo: &impl Fn() -> Command, rows: u64) -> Result<Vec<Measure>> {
     let out = cargo()
         .current_dir(root)
-        .args(["bench", "-p", "pulsar-connect-tests", "--bench", "format_decode", "--", "--rows"])
+        .args([
+            "bench",
+            "-p",
+            "pulsar-connect-tests",
+            "--bench",
+            "format_decode",
+            "--",
+            "--rows",
+        ])
         .arg(rows.to_string())
         .env("PULSAR_CONNECT_PLUGIN_DIR", root.join("plugins"))
         .output()?;
@@ -416,7 +583,9 @@ fn decode_bench(root: &Path, cargo: &impl Fn() -> Command, rows: u64) -> Result<
     }
     let mut ms = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
         ms.push(Measure {
             name: v["name"].as_str().unwrap_or("?").to_owned(),
             rows: v["rows"].as_u64().unwrap_or(0),
@@ -433,7 +602,10 @@ fn decode_bench(root: &Path, cargo: &impl Fn() -> Command, rows: u64) -> Result<
 fn render(ms: &[Measure]) -> String {
     let find = |prefix: &str| ms.iter().find(|m| m.name.starts_with(prefix));
     let mut s = String::new();
-    let _ = writeln!(s, "| run | msgs | msgs/s | MB/s | CPU-s / 1M msgs | peak RSS MB | note |");
+    let _ = writeln!(
+        s,
+        "| run | msgs | msgs/s | MB/s | CPU-s / 1M msgs | peak RSS MB | note |"
+    );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for m in ms {
         let _ = writeln!(
@@ -442,33 +614,93 @@ fn render(ms: &[Measure]) -> String {
             m.name,
             m.rows,
             m.rate(),
-            if m.bytes > 0 { format!("{:.1}", m.mb_s()) } else { "–".into() },
+            if m.bytes > 0 {
+                format!("{:.1}", m.mb_s())
+            } else {
+                "–".into()
+            },
             m.cpu_per_m(),
-            if m.peak_rss_mb > 0.0 { format!("{:.0}", m.peak_rss_mb) } else { "–".into() },
+            if m.peak_rss_mb > 0.0 {
+                format!("{:.0}", m.peak_rss_mb)
+            } else {
+                "–".into()
+            },
             m.note
         );
     }
     let _ = writeln!(s);
     let ratio = |a: Option<&Measure>, b: Option<&Measure>, what: &str, s: &mut String| {
         if let (Some(a), Some(b)) = (a, b) {
-            let per_core = if a.cpu_per_m() > 0.0 { b.cpu_per_m() / a.cpu_per_m() } else { 0.0 };
+            let per_core = if a.cpu_per_m() > 0.0 {
+                b.cpu_per_m() / a.cpu_per_m()
+            } else {
+                0.0
+            };
             let _ = writeln!(
                 s,
                 "- {what}: {:.2}× msgs per CPU-second, {:.2}× msgs/s, RSS {:.2}×",
                 per_core,
-                if b.rate() > 0.0 { a.rate() / b.rate() } else { 0.0 },
-                if b.peak_rss_mb > 0.0 { a.peak_rss_mb / b.peak_rss_mb } else { 0.0 }
+                if b.rate() > 0.0 {
+                    a.rate() / b.rate()
+                } else {
+                    0.0
+                },
+                if b.peak_rss_mb > 0.0 {
+                    a.peak_rss_mb / b.peak_rss_mb
+                } else {
+                    0.0
+                }
             );
         }
     };
-    ratio(find("ours: pulsar(json, 1p)"), find("flink: pulsar(json, 1p)"), "json 1p, ours / Flink", &mut s);
-    ratio(find("ours: pulsar(json, 4p)"), find("flink: pulsar(json, 4p)"), "json 4p, ours / Flink", &mut s);
-    ratio(find("ours: pulsar(raw, 1p)"), find("flink: pulsar(raw, 1p)"), "raw 1p, ours / Flink", &mut s);
-    ratio(find("ours: datagen → json → key-hash → pulsar (1p"), find("flink: datagen"), "sink 1p, ours / Flink", &mut s);
-    ratio(find("ours: pulsar(json, 1p)"), find("ceiling: bare consumer (1p)"), "json 1p, ours / bare-consumer ceiling", &mut s);
-    ratio(find("ours: pulsar(json, 4p)"), find("ceiling: bare consumer (4p)"), "json 4p, ours / bare-consumer ceiling", &mut s);
-    ratio(find("ours: datagen → json → pulsar (1p, exactly-once)"), find("ours: datagen → json → key-hash → pulsar (1p"), "exactly-once / at-least-once", &mut s);
-    ratio(find("decode json (wasm)"), find("decode json (native)"), "json decode, wasm / native", &mut s);
+    ratio(
+        find("ours: pulsar(json, 1p)"),
+        find("flink: pulsar(json, 1p)"),
+        "json 1p, ours / Flink",
+        &mut s,
+    );
+    ratio(
+        find("ours: pulsar(json, 4p)"),
+        find("flink: pulsar(json, 4p)"),
+        "json 4p, ours / Flink",
+        &mut s,
+    );
+    ratio(
+        find("ours: pulsar(raw, 1p)"),
+        find("flink: pulsar(raw, 1p)"),
+        "raw 1p, ours / Flink",
+        &mut s,
+    );
+    ratio(
+        find("ours: datagen → json → key-hash → pulsar (1p"),
+        find("flink: datagen"),
+        "sink 1p, ours / Flink",
+        &mut s,
+    );
+    ratio(
+        find("ours: pulsar(json, 1p)"),
+        find("ceiling: bare consumer (1p)"),
+        "json 1p, ours / bare-consumer ceiling",
+        &mut s,
+    );
+    ratio(
+        find("ours: pulsar(json, 4p)"),
+        find("ceiling: bare consumer (4p)"),
+        "json 4p, ours / bare-consumer ceiling",
+        &mut s,
+    );
+    ratio(
+        find("ours: datagen → json → pulsar (1p, exactly-once)"),
+        find("ours: datagen → json → key-hash → pulsar (1p"),
+        "exactly-once / at-least-once",
+        &mut s,
+    );
+    ratio(
+        find("decode json (wasm)"),
+        find("decode json (native)"),
+        "json decode, wasm / native",
+        &mut s,
+    );
     s
 }
 
@@ -476,18 +708,37 @@ fn write_benchmarks(root: &Path, table: &str, rows: u64) -> Result<()> {
     let path = root.join("BENCHMARKS.md");
     let text = fs::read_to_string(&path).unwrap_or_default();
     let (begin, end) = ("<!-- bench:begin -->", "<!-- bench:end -->");
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     let mem = fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|m| m.lines().next().map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0) / 1024 / 1024))
+        .and_then(|m| {
+            m.lines().next().map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .unwrap_or("0")
+                    .parse::<u64>()
+                    .unwrap_or(0)
+                    / 1024
+                    / 1024
+            })
+        })
         .unwrap_or(0);
-    let date = Command::new("date").arg("-u").arg("+%Y-%m-%d %H:%M UTC").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default();
+    let date = Command::new("date")
+        .arg("-u")
+        .arg("+%Y-%m-%d %H:%M UTC")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
     let section = format!(
         "{begin}\n## `cargo xtask bench` — {date}\n\nCommand: `cargo xtask bench --rows {rows}`. Machine: {cores} cores, {mem} GiB. Apache Pulsar 4.0.7 standalone (local), pulsar-connect {} (release), Flink 1.18.1 + flink-connector-pulsar 4.1.0-1.18 (`-Xmx512m`, parallelism 1). Seed order rows (4 columns, ~90-byte JSON). Reading runs count from the first row to the last; producing runs are whole processes (start-up included). CPU-s / 1M = process CPU seconds per million messages (lower is better; its inverse is messages per core).\n\n{table}{end}",
         env!("CARGO_PKG_VERSION")
     );
     let new = match (text.find(begin), text.find(end)) {
-        (Some(a), Some(b)) if b > a => format!("{}{}{}", &text[..a], section, &text[b + end.len()..]),
+        (Some(a), Some(b)) if b > a => {
+            format!("{}{}{}", &text[..a], section, &text[b + end.len()..])
+        }
         _ => format!("{text}\n{section}\n"),
     };
     fs::write(&path, new)?;

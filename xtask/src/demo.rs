@@ -121,7 +121,14 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
     build_plugins::run(build_plugins::Args::default())?;
     let built = cargo()
         .current_dir(&root)
-        .args(["build", "--release", "-p", "pulsar-connect", "--bin", "pulsar-connect"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "pulsar-connect",
+            "--bin",
+            "pulsar-connect",
+        ])
         .status()
         .context("building pulsar-connect")?;
     if !built.success() {
@@ -135,7 +142,10 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
     let produce = dir.join("vendor-seed-produce.sql");
     fs::write(
         &consume,
-        localize(&fs::read_to_string(root.join("examples/vendor-seed.sql"))?, &t),
+        localize(
+            &fs::read_to_string(root.join("examples/vendor-seed.sql"))?,
+            &t,
+        ),
     )?;
     fs::write(
         &produce,
@@ -146,7 +156,10 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
     )?;
     let out = dir.join("print.out");
     let log = dir.join("job.log");
-    println!("running {} (pulsar → print, scan.startup.mode = latest)", consume.display());
+    println!(
+        "running {} (pulsar → print, scan.startup.mode = latest)",
+        consume.display()
+    );
     let mut job = Command::new(&bin)
         .current_dir(&root)
         .arg("--plugin-dir")
@@ -177,7 +190,10 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        println!("producing {ROWS} rows with {} (the seed's sink table)", produce.display());
+        println!(
+            "producing {ROWS} rows with {} (the seed's sink table)",
+            produce.display()
+        );
         let produced = Command::new(&bin)
             .current_dir(&root)
             .arg("--plugin-dir")

@@ -216,4 +216,3 @@ fn test(args: TestArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
-

@@ -101,9 +101,7 @@ impl PluginCatalog {
         self.manifest(name, kind)?;
         let host = self
             .host
-            .get_or_init(|| {
-                PluginHost::new(HostConfig::default()).map_err(|e| format!("{e:#}"))
-            })
+            .get_or_init(|| PluginHost::new(HostConfig::default()).map_err(|e| format!("{e:#}")))
             .as_ref()
             .map_err(|e| anyhow!("starting the plugin runtime: {e}"))?;
         let plugin = host.load(&self.dir()?, name)?;

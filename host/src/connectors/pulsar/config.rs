@@ -267,9 +267,9 @@ impl TableConfig {
             .map(str::to_owned)
             .or_else(|| self.settings.topic_pattern.clone());
         match (topic, pattern) {
-            (Some(_), Some(_)) => bail!(
-                "options 'topic' and 'topic-pattern' are mutually exclusive: set only one"
-            ),
+            (Some(_), Some(_)) => {
+                bail!("options 'topic' and 'topic-pattern' are mutually exclusive: set only one")
+            }
             (None, None) => bail!("option 'topic': one of 'topic', 'topic-pattern' must be set"),
             (Some(t), None) => {
                 let topics = parse_topic_list(&t).map_err(|e| anyhow!("option 'topic': {e:#}"))?;

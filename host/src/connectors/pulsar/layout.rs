@@ -159,9 +159,7 @@ impl Layout {
             .source_columns()
             .map(|c| match &c.kind {
                 ColumnKind::Physical(_) => physical_source(&c.name),
-                _ => ColumnSource::Metadata(
-                    table.metadata_key(c).unwrap_or(&c.name).to_owned(),
-                ),
+                _ => ColumnSource::Metadata(table.metadata_key(c).unwrap_or(&c.name).to_owned()),
             })
             .collect();
         let sink_cols: Vec<_> = table.sink_columns().collect();
@@ -169,13 +167,10 @@ impl Layout {
             .iter()
             .map(|c| match &c.kind {
                 ColumnKind::Physical(_) => physical_source(&c.name),
-                _ => ColumnSource::Metadata(
-                    table.metadata_key(c).unwrap_or(&c.name).to_owned(),
-                ),
+                _ => ColumnSource::Metadata(table.metadata_key(c).unwrap_or(&c.name).to_owned()),
             })
             .collect();
-        let sink_index =
-            |name: &str| sink_cols.iter().position(|c| c.name == name).unwrap_or(0);
+        let sink_index = |name: &str| sink_cols.iter().position(|c| c.name == name).unwrap_or(0);
         let sink_value_columns = value_indices
             .iter()
             .map(|&i| sink_index(physical[i].0))

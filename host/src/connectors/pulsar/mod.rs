@@ -115,8 +115,11 @@ impl PulsarFactory {
             .filter(|s| !s.is_empty())
             .unwrap_or(DEFAULT_ROUTER)
             .to_owned();
-        let options: Vec<(String, String)> =
-            table.options.prefixed("sink.message-router.").into_iter().collect();
+        let options: Vec<(String, String)> = table
+            .options
+            .prefixed("sink.message-router.")
+            .into_iter()
+            .collect();
         let manifest = self
             .plugins()
             .manifest(&name, Kind::Router)
@@ -201,11 +204,13 @@ impl ConnectorFactory for PulsarFactory {
         if table.options.get("sink.semantic") != Some("exactly-once") {
             return Ok(());
         }
-        let cfg = options::Settings::resolve(&table.options).map_err(|(k, m)| anyhow!("option '{k}': {m}"))?;
+        let cfg = options::Settings::resolve(&table.options)
+            .map_err(|(k, m)| anyhow!("option '{k}': {m}"))?;
         let timeout = cfg
             .duration(options::TXN_TIMEOUT)
             .unwrap_or(std::time::Duration::from_secs(3600));
-        let commit = std::time::Duration::from_millis(cfg.i64(options::MAX_BLOCK_TIME).max(0) as u64);
+        let commit =
+            std::time::Duration::from_millis(cfg.i64(options::MAX_BLOCK_TIME).max(0) as u64);
         let needed = settings.checkpoint_interval + settings.checkpoint_timeout + commit;
         if timeout <= needed {
             bail!(
@@ -257,14 +262,19 @@ impl ConnectorFactory for PulsarFactory {
                 );
             }
         }
-        let semantic = match table.options.get("sink.semantic").unwrap_or("at-least-once") {
+        let semantic = match table
+            .options
+            .get("sink.semantic")
+            .unwrap_or("at-least-once")
+        {
             "none" => Semantic::None,
             "exactly-once" => Semantic::ExactlyOnce,
             _ => Semantic::AtLeastOnce,
         };
         let dead_letter = match table.options.get("sink.dead-letter-topic") {
             Some(t) => Some(
-                TopicName::parse(t).map_err(|e| anyhow!("option 'sink.dead-letter-topic': {e:#}"))?,
+                TopicName::parse(t)
+                    .map_err(|e| anyhow!("option 'sink.dead-letter-topic': {e:#}"))?,
             ),
             None => None,
         };

@@ -76,7 +76,10 @@ pub const OPERATION_TIMEOUT: &str = "pulsar.client.operation-timeout-ms";
 pub static SETTINGS: &[Setting] = &[
     setting(
         DISCOVERY,
-        &["discovery topic interval", "partitiondiscoveryintervalmillis"],
+        &[
+            "discovery topic interval",
+            "partitiondiscoveryintervalmillis",
+        ],
         INT_MS,
         Some("-1"),
         "Interval in ms at which new partitions and new topics matching `topic-pattern` are looked for; -1 disables. Discovered partitions and topics are read from the earliest message.",
@@ -152,7 +155,10 @@ pub static SETTINGS: &[Setting] = &[
     ),
     setting(
         SUBSCRIPTION_PREFIX,
-        &["pulsar.reader.subscriptionRolePrefix", "subscriptionroleprefix"],
+        &[
+            "pulsar.reader.subscriptionRolePrefix",
+            "subscriptionroleprefix",
+        ],
         OptionKind::String,
         Some("pulsar-connect"),
         "Source: prefix of the job's durable subscriptions (`<prefix>-<job id>-<table>`).",
@@ -166,7 +172,10 @@ pub static SETTINGS: &[Setting] = &[
     ),
     setting(
         SEND_TIMEOUT,
-        &["pulsar.producer.sendTimeoutMs", "pulsar.producer.send-timeout-ms"],
+        &[
+            "pulsar.producer.sendTimeoutMs",
+            "pulsar.producer.send-timeout-ms",
+        ],
         POSITIVE,
         Some("30000"),
         "Sink: a send not acknowledged within this many ms fails.",
@@ -361,9 +370,14 @@ impl Settings {
                         format!("set twice under `properties.` (spellings of '{}')", s.key),
                     ));
                 }
-            } else if ["pulsar.reader.", "pulsar.producer.", "pulsar.client.", "pulsar.admin."]
-                .iter()
-                .any(|p| key.starts_with(p))
+            } else if [
+                "pulsar.reader.",
+                "pulsar.producer.",
+                "pulsar.client.",
+                "pulsar.admin.",
+            ]
+            .iter()
+            .any(|p| key.starts_with(p))
             {
                 out.ignored.push(full);
             } else {
@@ -434,7 +448,10 @@ mod tests {
             normalize("pulsar.reader.receiverQueueSize"),
             normalize("pulsar.reader.receiver-queue-size")
         );
-        assert_eq!(normalize("flushoncheckpoint"), normalize("flush-on-checkpoint"));
+        assert_eq!(
+            normalize("flushoncheckpoint"),
+            normalize("flush-on-checkpoint")
+        );
         assert_eq!(
             setting_for("pulsar.reader.failOnDataLoss").map(|s| s.key),
             Some(FAIL_ON_DATA_LOSS)

@@ -112,7 +112,11 @@ impl PulsarSink {
         let txn = run.client.new_transaction(timeout).await.map_err(|e| {
             anyhow!("table '{table}': opening a transaction (is transactionCoordinatorEnabled=true on the broker?): {e}")
         })?;
-        let topics: Vec<String> = run.writer.partition_topics().map(|t| t.to_string()).collect();
+        let topics: Vec<String> = run
+            .writer
+            .partition_topics()
+            .map(|t| t.to_string())
+            .collect();
         for t in topics {
             run.client
                 .register_partition_to_transaction(txn, t.clone())
@@ -132,15 +136,23 @@ impl PulsarSink {
         if let Some(t) = &state.commit {
             let txn: TxnRef = t.parse()?;
             match tc.commit(txn).await? {
-                EndOutcome::Done => info!(table = %table, txn = %txn, "committed the transaction of the restored checkpoint"),
-                EndOutcome::Unknown(why) => warn!(table = %table, txn = %txn, "the restored checkpoint's transaction is already ended (committed before the restart, or expired: with 'transaction-timeout' above the checkpoint interval it was committed): {why}"),
+                EndOutcome::Done => {
+                    info!(table = %table, txn = %txn, "committed the transaction of the restored checkpoint")
+                }
+                EndOutcome::Unknown(why) => {
+                    warn!(table = %table, txn = %txn, "the restored checkpoint's transaction is already ended (committed before the restart, or expired: with 'transaction-timeout' above the checkpoint interval it was committed): {why}")
+                }
             }
         }
         if let Some(t) = &state.abort {
             let txn: TxnRef = t.parse()?;
             match tc.abort(txn).await? {
-                EndOutcome::Done => info!(table = %table, txn = %txn, "aborted the transaction opened after the restored checkpoint"),
-                EndOutcome::Unknown(why) => info!(table = %table, txn = %txn, "the transaction opened after the restored checkpoint is already ended: {why}"),
+                EndOutcome::Done => {
+                    info!(table = %table, txn = %txn, "aborted the transaction opened after the restored checkpoint")
+                }
+                EndOutcome::Unknown(why) => {
+                    info!(table = %table, txn = %txn, "the transaction opened after the restored checkpoint is already ended: {why}")
+                }
             }
         }
         tc.close().await;
@@ -153,7 +165,9 @@ impl PulsarSink {
             let cfg = &spec.cfg;
             let client = crate::pulsar::connect(&cfg.client).await?;
             let wc = WriterConfig {
-                send_timeout: Duration::from_millis(cfg.settings.i64(opt::SEND_TIMEOUT).max(1) as u64),
+                send_timeout: Duration::from_millis(
+                    cfg.settings.i64(opt::SEND_TIMEOUT).max(1) as u64
+                ),
                 max_in_flight: cfg.settings.i64(opt::MAX_PENDING).max(1) as usize,
                 producer_name: None,
                 ..WriterConfig::default()
@@ -233,8 +247,12 @@ fn make_codecs(spec: &SinkSpec) -> Result<Codecs> {
         .as_ref()
         .ok_or_else(|| anyhow!("table '{}': no value format", cfg.table))?;
     let plugin = spec.plugins.load(&value_spec.plugin, Kind::Format)?;
-    let value = Encoder::new(&plugin, &value_spec.options, cfg.layout.value_schema.clone())
-        .map_err(|e| anyhow!("table '{}', option 'format': {e}", cfg.table))?;
+    let value = Encoder::new(
+        &plugin,
+        &value_spec.options,
+        cfg.layout.value_schema.clone(),
+    )
+    .map_err(|e| anyhow!("table '{}', option 'format': {e}", cfg.table))?;
     let key = match (&cfg.key_format, &cfg.layout.key_schema) {
         (Some(k), Some(schema)) => {
             let plugin = spec.plugins.load(&k.plugin, Kind::Format)?;
@@ -245,16 +263,16 @@ fn make_codecs(spec: &SinkSpec) -> Result<Codecs> {
         }
         _ => None,
     };
-    let router = match &spec.router {
-        Some((name, options)) => {
-            let plugin = spec.plugins.load(name, Kind::Router)?;
-            Some(
-                Router::new(&plugin, options)
-                    .map_err(|e| anyhow!("table '{}', option 'sink.message-router': {e}", cfg.table))?,
-            )
-        }
-        None => None,
-    };
+    let router =
+        match &spec.router {
+            Some((name, options)) => {
+                let plugin = spec.plugins.load(name, Kind::Router)?;
+                Some(Router::new(&plugin, options).map_err(|e| {
+                    anyhow!("table '{}', option 'sink.message-router': {e}", cfg.table)
+                })?)
+            }
+            None => None,
+        };
     Ok(Codecs { value, key, router })
 }
 
@@ -348,7 +366,10 @@ fn prepare(
 }
 
 /// The `properties` metadata of each row (empty when the table has no such column).
-fn properties_of(batch: &RecordBatch, layout: &super::layout::Layout) -> Result<Vec<Vec<(String, String)>>> {
+fn properties_of(
+    batch: &RecordBatch,
+    layout: &super::layout::Layout,
+) -> Result<Vec<Vec<(String, String)>>> {
     let n = batch.num_rows();
     let Some(i) = layout
         .sink
@@ -535,7 +556,9 @@ impl Sink for PulsarSink {
             if let Some(run) = self.running.as_mut() {
                 // Pre-commit: every send of the period acknowledged (inside its transaction).
                 run.writer.flush().await.map_err(|e| {
-                    e.context(format!("table '{table}': the checkpoint's transaction could not be written"))
+                    e.context(format!(
+                        "table '{table}': the checkpoint's transaction could not be written"
+                    ))
                 })?;
             }
             let current = self.txn.take();

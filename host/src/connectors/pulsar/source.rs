@@ -464,7 +464,11 @@ async fn deleted_since(
         .await
         .with_context(|| format!("GET internalStats of {}", split.topic))?;
     if !resp.status().is_success() {
-        bail!("internalStats of {} answered {}", split.topic, resp.status());
+        bail!(
+            "internalStats of {} answered {}",
+            split.topic,
+            resp.status()
+        );
     }
     let stats: serde_json::Value = resp.json().await?;
     let first_ledger = stats["ledgers"]
@@ -515,8 +519,8 @@ async fn fresh_start(
                     .topic
                     .as_ref()
                     .is_none_or(|t| *t == parent || *t == split.topic);
-                let partition_ok = o.partition == split.partition
-                    || (split.partition == -1 && o.partition == 0);
+                let partition_ok =
+                    o.partition == split.partition || (split.partition == -1 && o.partition == 0);
                 topic_ok && partition_ok
             };
             // A topic-qualified entry beats a partition-only one.
