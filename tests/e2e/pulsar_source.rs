@@ -528,3 +528,156 @@ async fn resuming_beyond_the_end_of_a_recreated_topic_is_data_loss() -> Result<(
     assert_eq!(ids(&rows), vec![100, 101]);
     Ok(())
 }
+
+/// Starts the token-authentication broker when it is not up; returns whether this call started it.
+fn ensure_token_broker() -> Result<bool> {
+    use xtask::broker::{BrokerInfo, Profile, StartOptions};
+    if BrokerInfo::load(Profile::Token).is_some_and(|i| i.is_healthy()) {
+        return Ok(false);
+    }
+    xtask::broker::start(&StartOptions::new(Profile::Token))?;
+    Ok(true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_authentication_works_and_a_wrong_token_is_a_clear_error() -> Result<()> {
+    let started = ensure_token_broker()?;
+    let result = async {
+        let broker = TestBroker::with_token_auth();
+        let topic = unique_topic("src-token");
+        let client = broker.client().await?;
+        send_orders(&client, &topic, 0..3).await?;
+        let token = broker.token.clone().expect("the token profile has an admin token");
+        let sql = |params: &str| {
+            job(
+                &broker,
+                &format!("'topic' = '{topic}'"),
+                &format!(
+                    ",\n'scan.startup.mode' = 'earliest', 'auth-plugin-classname' = 'org.apache.pulsar.client.impl.auth.AuthenticationToken', 'auth-params' = '{params}'"
+                ),
+            )
+        };
+        let ok = RunningJob::start(&sql(&format!("token:{token}")), None).await?;
+        ok.wait_rows(3, WAIT).await?;
+        ok.stop().await?;
+        // The token from a file, under `properties.` with the camelCase spelling.
+        let file = tempfile::NamedTempFile::new()?;
+        std::fs::write(file.path(), format!("{token}\n"))?;
+        let from_file = job(
+            &broker,
+            &format!("'topic' = '{topic}'"),
+            &format!(
+                ",\n'scan.startup.mode' = 'earliest', 'properties.authPluginClassName' = 'token', 'properties.authParams' = 'file://{}'",
+                file.path().display()
+            ),
+        );
+        let ok = RunningJob::start(&from_file, None).await?;
+        ok.wait_rows(3, WAIT).await?;
+        ok.stop().await?;
+        let secret = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJub2JvZHkifQ.not-the-signature";
+        let err = RunningJob::start(&sql(&format!("token:{secret}")), None)
+            .await?
+            .failure(WAIT)
+            .await;
+        assert!(
+            err.to_ascii_lowercase().contains("auth") && err.contains(&broker.service_url),
+            "{err}"
+        );
+        assert!(!err.contains(secret), "the token was printed: {err}");
+        Ok(())
+    }
+    .await;
+    if started {
+        xtask::broker::stop(xtask::broker::Profile::Token)?;
+    }
+    result
+}
+
+/// `interop.py` of the official Python client: its `@@` result lines.
+fn run_python(args: &[&str]) -> Result<Vec<serde_json::Value>> {
+    let out = std::process::Command::new(pulsar_connect_tests::python())
+        .arg(pulsar_connect_tests::python_script("interop.py"))
+        .args(args)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "interop.py {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@"))
+        .map(|l| Ok(serde_json::from_str(l)?))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_metadata_column_of_what_the_official_python_client_writes() -> Result<()> {
+    use base64::Engine as _;
+    let broker = TestBroker::get();
+    let topic = unique_topic("src-python");
+    // Batched, LZ4 then ZSTD compressed, with keys, properties and event times.
+    let written = run_python(&["produce", &broker.service_url, &topic, "40"])?;
+    assert_eq!(written.len(), 40);
+    let sql = format!(
+        "CREATE TABLE src (
+            k STRING,
+            payload STRING,
+            `topic` STRING METADATA VIRTUAL,
+            mid BYTES METADATA FROM 'messageId' VIRTUAL,
+            et TIMESTAMP_LTZ(3) METADATA FROM 'eventTime',
+            props MAP<STRING, STRING> METADATA FROM 'properties'
+        ) WITH (
+            'connector' = 'pulsar', 'topic' = '{topic}', 'service-url' = '{}',
+            'key.format' = 'raw', 'key.fields' = 'k', 'value.format' = 'raw', 'value.fields-include' = 'EXCEPT_KEY',
+            'scan.startup.mode' = 'earliest'
+        );
+        CREATE TABLE out (k STRING, payload STRING, t STRING, mid BYTES, et TIMESTAMP_LTZ(3), props MAP<STRING, STRING>)
+            WITH ('connector' = 'collect');
+        INSERT INTO out SELECT k, payload, `topic`, mid, et, props FROM src;",
+        broker.service_url
+    );
+    let job = RunningJob::start(&sql, None).await?;
+    let rows = job.wait_rows(40, WAIT).await?;
+    job.stop().await?;
+    for w in &written {
+        let key = w["key"].as_str().unwrap();
+        let row = rows
+            .iter()
+            .find(|r| r.starts_with(&format!("+I[{key}, ")))
+            .unwrap_or_else(|| panic!("no row for {key}: {rows:#?}"));
+        assert!(
+            row.contains(w["payload"].as_str().unwrap()),
+            "payload: {row}"
+        );
+        assert!(row.contains(&format!(", {topic}, ")), "topic: {row}");
+        // messageId: exactly the bytes the official client serialises (Java's signed-byte printing).
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(w["message_id_bytes"].as_str().unwrap())?;
+        let printed = format!(
+            "[{}]",
+            bytes
+                .iter()
+                .map(|b| (*b as i8).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        assert!(row.contains(&printed), "messageId {printed}: {row}");
+        let et = w["event_time"].as_i64().unwrap();
+        let when = chrono::DateTime::from_timestamp_millis(et).unwrap();
+        // Java's Instant text: the fraction only when it is not zero.
+        let text = if et % 1000 == 0 {
+            when.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+        } else {
+            when.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+        };
+        assert!(row.contains(&text), "eventTime {text}: {row}");
+        for (k, v) in w["properties"].as_object().unwrap() {
+            assert!(
+                row.contains(&format!("{k}={}", v.as_str().unwrap())),
+                "property {k}: {row}"
+            );
+        }
+    }
+    Ok(())
+}

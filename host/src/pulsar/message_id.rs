@@ -72,9 +72,56 @@ pub fn format_message_id(id: &MessageId) -> String {
     }
 }
 
+/// The id serialised as Java's `MessageId.toByteArray()` does (protobuf `MessageIdData`): ledger and entry
+/// always, the partition only when it is one (≥ 0), the batch index when set, the batch size when positive.
+/// magnetar's own `to_bytes` also writes partition -1, which no other client does.
+pub fn message_id_bytes(id: &MessageId) -> Vec<u8> {
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let mut out = Vec::with_capacity(24);
+    out.push(0x08);
+    varint(id.ledger_id, &mut out);
+    out.push(0x10);
+    varint(id.entry_id, &mut out);
+    if id.partition >= 0 {
+        out.push(0x18);
+        varint(id.partition as u64, &mut out);
+    }
+    if id.batch_index != -1 {
+        out.push(0x20);
+        // int32 on the wire: negative values as 10-byte two's complement.
+        varint(i64::from(id.batch_index) as u64, &mut out);
+    }
+    if id.batch_size > 0 {
+        out.push(0x30);
+        varint(id.batch_size as u64, &mut out);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_are_javas_to_byte_array() {
+        // What the official client serialises for (144:0, non-partitioned, batch index 0 of 20).
+        let mut id = parse_message_id("144:0:-1:0").unwrap();
+        id.batch_size = 20;
+        assert_eq!(message_id_bytes(&id), vec![8, 144, 1, 16, 0, 32, 0, 48, 20]);
+        let back = MessageId::from_bytes(&message_id_bytes(&id)).unwrap();
+        assert_eq!(
+            (back.ledger_id, back.entry_id, back.batch_index),
+            (144, 0, 0)
+        );
+        let id = parse_message_id("5:6:3").unwrap();
+        assert_eq!(message_id_bytes(&id), vec![8, 5, 16, 6, 24, 3]);
+    }
 
     #[test]
     fn parses_and_formats() {

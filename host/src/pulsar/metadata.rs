@@ -50,14 +50,14 @@ pub fn metadata_column(key: &str, data_type: &DataType, rows: &[Received<'_>]) -
         ("messageId", DataType::Binary) => {
             let mut b = BinaryBuilder::with_capacity(rows.len(), rows.len() * 16);
             for (_, m) in rows {
-                b.append_value(m.message_id.to_bytes());
+                b.append_value(super::message_id::message_id_bytes(&m.message_id));
             }
             Arc::new(b.finish())
         }
         ("messageId", DataType::LargeBinary) => {
             let mut b = LargeBinaryBuilder::with_capacity(rows.len(), rows.len() * 16);
             for (_, m) in rows {
-                b.append_value(m.message_id.to_bytes());
+                b.append_value(super::message_id::message_id_bytes(&m.message_id));
             }
             Arc::new(b.finish())
         }
