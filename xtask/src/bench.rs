@@ -175,12 +175,14 @@ INSERT INTO dst SELECT * FROM gen;",
         let mut cpu = 0.0;
         let mut rss = 0.0;
         let status = loop {
+            // Sample before checking for the exit, so the last sample is as late as possible.
+            let (c, r) = (proc_cpu(pid), proc_hwm_mb(pid));
             if let Some(s) = child.try_wait()? {
                 break s;
             }
-            cpu = proc_cpu(pid);
-            rss = proc_hwm_mb(pid);
-            std::thread::sleep(Duration::from_millis(20));
+            cpu = f64::max(cpu, c);
+            rss = f64::max(rss, r);
+            std::thread::sleep(Duration::from_millis(10));
         };
         if !status.success() {
             bail!(
@@ -638,17 +640,17 @@ fn render(ms: &[Measure]) -> String {
             };
             let _ = writeln!(
                 s,
-                "- {what}: {:.2}× msgs per CPU-second, {:.2}× msgs/s, RSS {:.2}×",
+                "- {what}: {:.2}× msgs per CPU-second, {:.2}× msgs/s, peak RSS {}",
                 per_core,
                 if b.rate() > 0.0 {
                     a.rate() / b.rate()
                 } else {
                     0.0
                 },
-                if b.peak_rss_mb > 0.0 {
-                    a.peak_rss_mb / b.peak_rss_mb
+                if a.peak_rss_mb > 0.0 && b.peak_rss_mb > 0.0 {
+                    format!("{:.2}×", a.peak_rss_mb / b.peak_rss_mb)
                 } else {
-                    0.0
+                    "not measured".to_owned()
                 }
             );
         }
