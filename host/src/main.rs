@@ -66,13 +66,6 @@ enum DocsCommand {
 }
 
 fn main() -> ExitCode {
-    // glibc gives every thread that allocates its own arena (up to 8 per core); with the runtime's workers
-    // and the blocking threads of the plugins that is most of the resident memory of an idle job. Two
-    // arenas keep RSS small at no measurable throughput cost.
-    // SAFETY: mallopt is called before any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
     init_tracing();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
