@@ -580,12 +580,12 @@ impl Sink for PulsarSink {
                 _ if !flush_all => run.writer.flush_producers().await?,
                 _ => {
                     let r = run.writer.flush().await;
-                    if let Err(e) = r {
-                        if self.spec.cfg.settings.bool(opt::FAIL_ON_WRITE) {
-                            return Err(e.context(format!(
-                                "table '{table}': the checkpoint fails because sends failed (fail-on-write = true)"
-                            )));
-                        }
+                    if let Err(e) = r
+                        && self.spec.cfg.settings.bool(opt::FAIL_ON_WRITE)
+                    {
+                        return Err(e.context(format!(
+                            "table '{table}': the checkpoint fails because sends failed (fail-on-write = true)"
+                        )));
                     }
                 }
             }

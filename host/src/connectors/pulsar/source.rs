@@ -68,13 +68,16 @@ struct Decoders {
     key: Option<(Decoder, FormatSpec)>,
 }
 
+/// A discovery round in flight: the discovery state comes back with the readers of the new splits.
+type Discovering = JoinHandle<Result<(Discovery, Vec<SplitReader>)>>;
+
 struct Running {
     client: Arc<PulsarClient>,
     admin: Option<AdminClient>,
     splits: SplitSet,
     discovery: Option<Discovery>,
     next_discovery: Instant,
-    discovering: Option<JoinHandle<Result<(Discovery, Vec<SplitReader>)>>>,
+    discovering: Option<Discovering>,
     decoders: Option<Decoders>,
     decoding: Option<JoinHandle<(Decoders, Result<Decoded>)>>,
 }
@@ -328,11 +331,11 @@ impl Source for PulsarSource {
                 if let Some(h) = run.decoding {
                     let _ = h.await;
                 }
-                if let Some(h) = run.discovering {
-                    if let Ok(Ok((_, readers))) = h.await {
-                        for r in readers {
-                            let _ = r.close().await;
-                        }
+                if let Some(h) = run.discovering
+                    && let Ok(Ok((_, readers))) = h.await
+                {
+                    for r in readers {
+                        let _ = r.close().await;
                     }
                 }
                 run.splits.close().await.ok();
