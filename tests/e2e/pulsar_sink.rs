@@ -200,6 +200,13 @@ async fn the_inlong_seed_job_writes_and_reads_back_its_rows() -> Result<()> {
     assert_eq!(key.as_deref(), Some("key1"));
     assert_eq!(props.get("k11").map(String::as_str), Some("v11"));
     assert_eq!(*et, Some(1_583_673_131_123));
+    // The avro value format registers the AVRO schema Flink derives from the value columns.
+    let (ty, schema) = topic_schema(&broker, &topic)?;
+    assert_eq!(ty, "AVRO");
+    assert!(
+        schema.contains("org.apache.flink.avro.generated"),
+        "{schema}"
+    );
     Ok(())
 }
 
@@ -258,5 +265,364 @@ async fn sink_option_errors_name_the_table_and_option() -> Result<()> {
         );
         assert!(!err.contains("secret-value"), "secret printed: {err}");
     }
+    Ok(())
+}
+
+/// Runs `sql` until its bounded input is written and the job ends on its own; its summary and metrics.
+async fn run_to_end(
+    sql: &str,
+) -> Result<(
+    pulsar_connect::runtime::RunSummary,
+    std::sync::Arc<pulsar_connect::runtime::Metrics>,
+)> {
+    let job = RunningJob::start(sql, None).await?;
+    tokio::time::timeout(WAIT, async {
+        while !job.is_finished() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await?;
+    let metrics = job.metrics.clone();
+    let (summary, _) = job.stop().await?;
+    Ok((summary, metrics))
+}
+
+/// The schema the broker holds for `topic` (type, schema text).
+fn topic_schema(broker: &TestBroker, topic: &str) -> Result<(String, String)> {
+    let path = topic.strip_prefix("persistent://").unwrap_or(topic);
+    let text = broker.admin("GET", &format!("/admin/v2/schemas/{path}/schema"), None)?;
+    let v: serde_json::Value = serde_json::from_str(&text)?;
+    Ok((
+        v["type"].as_str().unwrap_or_default().to_owned(),
+        v["data"].as_str().unwrap_or_default().to_owned(),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_reads_what_the_sink_writes_and_the_json_schema_is_registered() -> Result<()> {
+    let broker = TestBroker::get();
+    let batched = unique_topic("sink-py-batched");
+    let compressed = unique_topic("sink-py-lz4");
+    broker.create_partitioned_topic(&batched, 3)?;
+    let table = |name: &str, topic: &str, extra: &str| {
+        format!(
+            "CREATE TABLE {name} (
+                k STRING,
+                n BIGINT,
+                s STRING,
+                et TIMESTAMP(3) METADATA FROM 'eventTime',
+                props MAP<STRING, STRING> METADATA FROM 'properties'
+            ) WITH (
+                'connector' = 'pulsar', 'topic' = '{topic}', 'service-url' = '{}',
+                'format' = 'json', 'key.format' = 'raw', 'key.fields' = 'k'{extra}
+            );",
+            broker.service_url
+        )
+    };
+    let values: Vec<String> = (0..30)
+        .map(|i| {
+            format!(
+                "('key-{i}', {i}, 'ünïcødé {i}', TIMESTAMP '2022-04-15 05:20:00.{i:03}', MAP['index', '{i}'])"
+            )
+        })
+        .collect();
+    let sql = format!(
+        "{}\n{}\nINSERT INTO batched VALUES {v};\nINSERT INTO lz4 VALUES {v};",
+        table("batched", &batched, ""),
+        table(
+            "lz4",
+            &compressed,
+            ", 'properties.pulsar.producer.batchingEnabled' = 'false', 'pulsar.producer.compressionType' = 'LZ4'"
+        ),
+        v = values.join(", ")
+    );
+    let (summary, _) = run_to_end(&sql).await?;
+    assert_eq!(summary.rows_out, 60);
+    for topic in [&batched, &compressed] {
+        let read =
+            pulsar_connect_tests::run_python(&["consume", &broker.service_url, topic, "30", "30"])?;
+        let mut seen = std::collections::BTreeSet::new();
+        for r in read {
+            let v: serde_json::Value = serde_json::from_str(r["payload"].as_str().unwrap())?;
+            let i = v["n"].as_u64().unwrap();
+            assert_eq!(v["s"], format!("ünïcødé {i}"), "{topic}");
+            assert_eq!(r["key"].as_str(), Some(format!("key-{i}").as_str()));
+            assert_eq!(
+                r["properties"]["index"].as_str(),
+                Some(i.to_string().as_str())
+            );
+            assert_eq!(r["event_time"].as_u64(), Some(1_650_000_000_000 + i));
+            seen.insert(i);
+        }
+        assert_eq!(seen.len(), 30, "{topic}: {seen:?}");
+        // The json value format registers the JSON schema derived from the value columns.
+        let (ty, schema) = topic_schema(&broker, topic)?;
+        assert_eq!(ty, "JSON", "{topic}");
+        let schema: serde_json::Value = serde_json::from_str(&schema)?;
+        let fields: Vec<&str> = schema["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(fields, ["k", "n", "s"], "{schema}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incompatible_topic_schema_fails_the_job_at_start() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("sink-schema-clash");
+    let path = topic.strip_prefix("persistent://").unwrap();
+    broker.admin("PUT", &format!("/admin/v2/persistent/{path}"), None)?;
+    // A JSON schema whose required field `x` the table does not have: readers of the old schema could not
+    // read the table's rows (the broker's default FULL compatibility refuses it).
+    let other = r#"{"type":"record","name":"other","fields":[{"name":"x","type":"int"}]}"#;
+    broker.admin(
+        "POST",
+        &format!("/admin/v2/schemas/{path}/schema"),
+        Some(&serde_json::json!({"type": "JSON", "schema": other, "properties": {}}).to_string()),
+    )?;
+    // A source that never ends: the error must come from the sink's start, not from a first row.
+    let sql = format!(
+        "CREATE TABLE gen (a BIGINT, b STRING) WITH ('connector' = 'datagen', 'rows-per-second' = '1');
+         CREATE TABLE t (a BIGINT, b STRING) WITH (
+            'connector' = 'pulsar', 'topic' = '{topic}', 'service-url' = '{}', 'format' = 'json');
+         INSERT INTO t SELECT a, b FROM gen;",
+        broker.service_url
+    );
+    let job = RunningJob::start(&sql, None).await?;
+    let err = job.failure(WAIT).await;
+    assert!(
+        err.contains("table 't'") && err.contains("incompatible") && err.contains(&topic),
+        "{err}"
+    );
+    // Nothing was written.
+    let stats = broker.admin("GET", &format!("/admin/v2/persistent/{path}/stats"), None)?;
+    let stats: serde_json::Value = serde_json::from_str(&stats)?;
+    assert_eq!(stats["msgInCounter"].as_u64(), Some(0), "{stats}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_delivery_reaches_a_shared_consumer_after_the_delay() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("sink-delay");
+    let sql = format!(
+        "CREATE TABLE t (n BIGINT) WITH (
+            'connector' = 'pulsar', 'topic' = '{topic}', 'service-url' = '{}', 'format' = 'json',
+            'send-delay-millisecond' = '4000');
+         INSERT INTO t VALUES (1), (2), (3), (4), (5);",
+        broker.service_url
+    );
+    let (summary, _) = run_to_end(&sql).await?;
+    assert_eq!(summary.rows_out, 5);
+    // The consumer subscribes right away; the broker holds each message until 4 s after it was sent.
+    let read =
+        pulsar_connect_tests::run_python(&["consume", &broker.service_url, &topic, "5", "30"])?;
+    assert_eq!(read.len(), 5);
+    for r in &read {
+        let published = r["publish_time"].as_u64().unwrap();
+        let received = r["received_ms"].as_u64().unwrap();
+        assert!(
+            received >= published + 3_900,
+            "delivered {} ms after it was published: {r}",
+            received.saturating_sub(published)
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_producer_survives_a_restart_with_broker_deduplication() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("sink-named");
+    let name = format!("writer-{}", pulsar_connect_tests::now_ms());
+    let sql = |from: u32| {
+        let values: Vec<String> = (from..from + 50).map(|i| format!("({i})")).collect();
+        format!(
+            "CREATE TABLE t (n BIGINT) WITH (
+                'connector' = 'pulsar', 'topic' = '{topic}', 'service-url' = '{}', 'format' = 'json',
+                'pulsar.producer.producerName' = '{name}');
+             INSERT INTO t VALUES {};",
+            broker.service_url,
+            values.join(", ")
+        )
+    };
+    // Two runs under the same producer name: the broker (deduplication on) keeps the last sequence id
+    // of the name, and the second run must continue after it instead of being dropped as duplicates.
+    for from in [0, 50] {
+        let (summary, _) = run_to_end(&sql(from)).await?;
+        assert_eq!(summary.rows_out, 50);
+    }
+    // Every row is there, under the name, with sequence ids continuing across the runs.
+    let client = broker.client().await?;
+    let mut reader = SplitReader::open(
+        &client,
+        Split {
+            topic: TopicName::parse(&topic)?,
+            partition: -1,
+        },
+        &format!("check-{}", pulsar_connect_tests::now_ms()),
+        StartPosition::Earliest,
+        DataLossPolicy::Fail,
+    )
+    .await?;
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while seen.len() < 100 && tokio::time::Instant::now() < deadline {
+        for m in reader.next_batch(100, Duration::from_millis(300)).await? {
+            let v: serde_json::Value = serde_json::from_slice(&m.payload)?;
+            seen.push((
+                v["n"].as_u64().unwrap(),
+                message::sequence_id(&m),
+                m.metadata.producer_name.clone(),
+            ));
+        }
+    }
+    reader.close().await.ok();
+    assert_eq!(seen.len(), 100, "{seen:?}");
+    for (i, (n, seq, producer)) in seen.iter().enumerate() {
+        assert_eq!((*n, *seq), (i as u64, i as u64), "{seen:?}");
+        assert_eq!(producer, &name);
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semantic_none_writes_every_row_of_a_job_that_ends() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("sink-none");
+    let values: Vec<String> = (0..500).map(|i| format!("({i})")).collect();
+    let sql = format!(
+        "CREATE TABLE t (n BIGINT) WITH (
+            'connector' = 'pulsar', 'topic' = '{topic}', 'service-url' = '{}', 'format' = 'json',
+            'sink.semantic' = 'none');
+         INSERT INTO t VALUES {};",
+        broker.service_url,
+        values.join(", ")
+    );
+    let (summary, _) = run_to_end(&sql).await?;
+    assert_eq!(summary.rows_out, 500);
+    // `none` waits for nothing at checkpoints, but the end of the input still flushes the producers.
+    let msgs = read_all(&broker, &topic, -1, 500).await?;
+    assert_eq!(msgs.len(), 500);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sends_go_to_the_dead_letter_topic_and_are_counted() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("sink-dlq-main");
+    let dlq = unique_topic("sink-dlq");
+    let path = topic.strip_prefix("persistent://").unwrap();
+    broker.admin("PUT", &format!("/admin/v2/persistent/{path}"), None)?;
+    // The broker refuses messages above 200 bytes on the table's topic only (a topic policy).
+    broker.admin(
+        "POST",
+        &format!("/admin/v2/persistent/{path}/maxMessageSize"),
+        Some("200"),
+    )?;
+    // Topic policies travel through a system topic: wait until the broker applies this one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while broker
+        .admin(
+            "GET",
+            &format!("/admin/v2/persistent/{path}/maxMessageSize"),
+            None,
+        )
+        .map(|v| v.trim() != "200")
+        .unwrap_or(true)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the topic policy was not applied"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rows: Vec<String> = (0..20)
+        .map(|i| {
+            let filler = if i % 4 == 0 {
+                "x".repeat(400)
+            } else {
+                String::new()
+            };
+            format!("({i}, '{filler}')")
+        })
+        .collect();
+    let sql = format!(
+        "CREATE TABLE t (n BIGINT, filler STRING) WITH (
+            'connector' = 'pulsar', 'topic' = '{topic}', 'service-url' = '{}', 'format' = 'json',
+            'fail-on-write' = 'false', 'sink.dead-letter-topic' = '{dlq}',
+            'pulsar.producer.batchingEnabled' = 'false');
+         INSERT INTO t VALUES {};",
+        broker.service_url,
+        rows.join(", ")
+    );
+    let (summary, metrics) = run_to_end(&sql).await?;
+    assert_eq!(summary.rows_out, 20);
+    let n_of = |p: &[u8]| {
+        serde_json::from_slice::<serde_json::Value>(p).unwrap()["n"]
+            .as_u64()
+            .unwrap()
+    };
+    let mut written: Vec<u64> = read_all(&broker, &topic, -1, 15)
+        .await?
+        .iter()
+        .map(|(_, p, _, _)| n_of(p))
+        .collect();
+    written.sort_unstable();
+    let small: Vec<u64> = (0..20).filter(|i| i % 4 != 0).collect();
+    assert_eq!(written, small);
+    let dead = read_all(&broker, &dlq, -1, 5).await?;
+    let mut dead_ns: Vec<u64> = dead.iter().map(|(_, p, _, _)| n_of(p)).collect();
+    dead_ns.sort_unstable();
+    assert_eq!(dead_ns, vec![0, 4, 8, 12, 16]);
+    for (_, _, props, _) in &dead {
+        assert!(props.contains_key("pulsar-connect.error"), "{props:?}");
+        assert_eq!(
+            props.get("pulsar-connect.topic").map(String::as_str),
+            Some(topic.as_str())
+        );
+    }
+    let metrics = metrics.render();
+    assert!(
+        metrics.contains("pulsar_connect_sink_dropped_total{table=\"t\"} 5"),
+        "{metrics}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pulsar_quickstart_writes_with_the_sink_and_reads_back_with_the_source() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("quickstart");
+    let root = pulsar_connect_tests::guests::repo_root();
+    let text = std::fs::read_to_string(root.join("examples/pulsar-quickstart.sql"))?
+        .replace("persistent://public/default/quickstart-orders", &topic)
+        .replace("pulsar://127.0.0.1:6650", &broker.service_url)
+        .replace("http://127.0.0.1:8080", &broker.admin_url)
+        .replace(
+            "'connector' = 'print',\n  'print-identifier' = 'orders'",
+            "'connector' = 'collect'",
+        );
+    assert!(text.contains("'connector' = 'collect'"), "{text}");
+    let job = RunningJob::start(&text, None).await?;
+    job.wait_rows(200, WAIT).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, rows) = job.stop().await?;
+    let mut ids: Vec<u64> = rows
+        .iter()
+        .map(|r| {
+            r.trim_start_matches("+I[")
+                .split(',')
+                .next()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or_else(|| panic!("unexpected row {r}"))
+        })
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=200).collect::<Vec<u64>>());
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! read with every field intact, and what we write it reads.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -10,27 +9,7 @@ use base64::Engine as _;
 use magnetar::proto::pb::command_subscribe::{InitialPosition, SubType};
 use magnetar::proto::types::CompressionKind;
 use pulsar_connect::pulsar::message;
-use pulsar_connect_tests::{TestBroker, python, python_script, unique_topic};
-use serde_json::Value;
-
-fn run_python(args: &[&str]) -> Result<Vec<Value>> {
-    let out = Command::new(python())
-        .arg(python_script("interop.py"))
-        .args(args)
-        .output()
-        .context("running the Python interop driver")?;
-    if !out.status.success() {
-        bail!(
-            "interop.py {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    String::from_utf8(out.stdout)?
-        .lines()
-        .filter_map(|l| l.strip_prefix("@@"))
-        .map(|l| serde_json::from_str(l).with_context(|| format!("parsing {l}")))
-        .collect()
-}
+use pulsar_connect_tests::{TestBroker, run_python, unique_topic};
 
 /// Parses the Python client's message id text, e.g. `(12,3,1,7)` = (ledger, entry, partition, batch index).
 fn python_id(text: &str) -> Result<(u64, u64, i32, i32)> {

@@ -7,12 +7,14 @@
   interop.py produce-one SERVICE_URL TOPIC
       Writes one message through a batching producer (an entry holding a batch of one) and prints it.
   interop.py consume SERVICE_URL TOPIC COUNT TIMEOUT_SECONDS
-      Reads COUNT messages from the earliest position and prints one `@@`-prefixed JSON line per message.
+      Reads COUNT messages from the earliest position through a Shared subscription and prints one
+      `@@`-prefixed JSON line per message (with its publish time and the local time it was received).
 """
 
 import base64
 import json
 import sys
+import time
 
 import pulsar
 
@@ -88,6 +90,8 @@ def consume(service_url, topic, count, timeout_s):
             "key": msg.partition_key(),
             "properties": msg.properties(),
             "event_time": msg.event_timestamp(),
+            "publish_time": msg.publish_timestamp(),
+            "received_ms": int(time.time() * 1000),
             "topic": msg.topic_name(),
         })
         consumer.acknowledge(msg)

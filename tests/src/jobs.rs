@@ -86,6 +86,8 @@ pub fn registry() -> (Registry, Collected) {
 /// A job running in the background.
 pub struct RunningJob {
     pub rows: Collected,
+    /// The job's metrics (what `--metrics-addr` serves).
+    pub metrics: std::sync::Arc<Metrics>,
     stop: watch::Sender<bool>,
     handle: JoinHandle<Result<RunSummary>>,
 }
@@ -104,10 +106,16 @@ impl RunningJob {
             state_dir: state_dir.map(Path::to_path_buf),
             ..Default::default()
         };
-        let handle = tokio::spawn(async move {
-            runtime::run(job.plans, &settings, opts, Metrics::new()?, rx).await
-        });
-        Ok(RunningJob { rows, stop, handle })
+        let metrics = Metrics::new()?;
+        let m = metrics.clone();
+        let handle =
+            tokio::spawn(async move { runtime::run(job.plans, &settings, opts, m, rx).await });
+        Ok(RunningJob {
+            rows,
+            metrics,
+            stop,
+            handle,
+        })
     }
 
     /// Rows collected so far.

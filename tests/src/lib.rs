@@ -151,6 +151,27 @@ pub fn python_script(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Runs `tests/python/interop.py` with `args` and returns the JSON records it printed (`@@` lines).
+pub fn run_python(args: &[&str]) -> anyhow::Result<Vec<serde_json::Value>> {
+    use anyhow::Context as _;
+    let out = std::process::Command::new(python())
+        .arg(python_script("interop.py"))
+        .args(args)
+        .output()
+        .context("running the Python interop driver")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "interop.py {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8(out.stdout)?
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@"))
+        .map(|l| serde_json::from_str(l).with_context(|| format!("parsing {l}")))
+        .collect()
+}
+
 /// Milliseconds since the epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()

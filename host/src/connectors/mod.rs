@@ -86,6 +86,12 @@ pub trait Sink: Send {
     /// Which job and INSERT this sink serves (called once, before `restore`).
     fn set_context(&mut self, _ctx: &PipelineContext) {}
 
+    /// Called once after `restore` and before the first row: connect and check what can be checked, so
+    /// a misconfigured sink fails the job at start.
+    async fn open(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     async fn write(&mut self, batch: RecordBatch) -> Result<()>;
 
     /// Flush or pre-commit for checkpoint `id`; returns the sink's state for the checkpoint.
@@ -106,6 +112,9 @@ pub struct PipelineContext {
     pub job_id: String,
     /// The INSERT's id within the job.
     pub pipeline_id: String,
+    /// `pulsar_connect_sink_dropped_total` of the INSERT's sink table: rows the sink could not write and
+    /// did not fail the job for (`fail-on-write` = false).
+    pub sink_dropped: prometheus::IntCounter,
 }
 
 /// A metadata key a connector exposes (`col TYPE METADATA FROM 'key'`).

@@ -35,6 +35,19 @@ pub struct Manifest {
     /// Routers only: whether `route-batch` receives message properties (they cost a copy per batch).
     #[serde(default)]
     pub wants_properties: bool,
+    /// Formats only: the Pulsar schema a sink writing with this value format registers on its topic
+    /// (derived from the table's row type). Unset: none (the topic's messages are plain bytes).
+    #[serde(default)]
+    pub pulsar_schema: Option<PulsarSchema>,
+}
+
+/// A Pulsar schema type a format's payloads conform to; the schema itself is the Avro schema Flink's
+/// `AvroSchemaConverter` derives from the row type (what the reference connector registers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PulsarSchema {
+    Json,
+    Avro,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -193,6 +206,9 @@ impl Manifest {
         }
         if self.wants_properties && self.kind != Kind::Router {
             bail!("wants-properties only applies to routers");
+        }
+        if self.pulsar_schema.is_some() && self.kind != Kind::Format {
+            bail!("pulsar-schema only applies to formats");
         }
         if self.limits.memory_mib == 0 || self.limits.timeout_ms == 0 {
             bail!("limits.memory-mib and limits.timeout-ms must be positive");

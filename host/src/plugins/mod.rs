@@ -29,7 +29,7 @@ pub use directory::PluginDir;
 pub use error::{Failure, Phase, PluginError};
 pub use format::{Decoded, Decoder, Encoded, Encoder, RowError};
 pub use loader::{HostConfig, Plugin, PluginHost, read_manifests};
-pub use manifest::{Kind, Manifest};
+pub use manifest::{Kind, Manifest, PulsarSchema};
 pub use messages::{KeyBatchBuilder, MessageBatchBuilder, MessageRef};
 pub use metrics::PluginCounters;
 pub use router::Router;

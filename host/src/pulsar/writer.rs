@@ -23,8 +23,11 @@ pub struct WriterConfig {
     pub send_timeout: Duration,
     /// Sends in flight per topic before `send` waits for receipts (backpressure).
     pub max_in_flight: usize,
-    /// Producer name prefix (the partition index is appended); `None` lets the broker choose.
+    /// Producer name, the same on every partition (as the Java client names a partitioned producer's
+    /// children); `None` lets the broker choose.
     pub producer_name: Option<String>,
+    /// The schema announced with every producer (the broker registers it or checks compatibility).
+    pub schema: Option<magnetar::proto::pb::Schema>,
 }
 
 impl Default for WriterConfig {
@@ -35,6 +38,7 @@ impl Default for WriterConfig {
             send_timeout: Duration::from_secs(30),
             max_in_flight: 2_000,
             producer_name: None,
+            schema: None,
         }
     }
 }
@@ -101,7 +105,7 @@ impl TopicWriter {
                 .collect()
         };
         let mut producers = Vec::with_capacity(targets.len());
-        for (t, idx) in targets {
+        for (t, _) in targets {
             let mut b = client
                 .producer(t.as_str())
                 .compression(config.compression)
@@ -110,16 +114,21 @@ impl TopicWriter {
                 b = b.batching(msgs, bytes).batching_max_publish_delay(delay);
             }
             if let Some(name) = &config.producer_name {
-                b = b.name(if idx >= 0 {
-                    format!("{name}-{idx}")
-                } else {
-                    name.clone()
-                });
+                b = b.name(name.clone());
             }
-            let p = b
-                .create()
-                .await
-                .with_context(|| format!("creating a producer on {t}"))?;
+            if let Some(schema) = &config.schema {
+                b = b.schema(schema.clone());
+            }
+            let p = b.create().await.map_err(|e| {
+                let text = e.to_string();
+                if text.contains("IncompatibleSchema") || text.contains("ncompatible schema") {
+                    anyhow::anyhow!(
+                        "{t} has a schema incompatible with the table's (see `pulsar-admin schemas get {t}`; the broker says: {text})"
+                    )
+                } else {
+                    anyhow::Error::new(e).context(format!("creating a producer on {t}"))
+                }
+            })?;
             producers.push((t, p));
         }
         Ok(TopicWriter {

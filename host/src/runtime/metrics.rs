@@ -21,6 +21,7 @@ pub struct Metrics {
     pub bytes_out: IntCounterVec,
     pub errors: IntCounterVec,
     pub skipped: IntCounterVec,
+    pub sink_dropped: IntCounterVec,
     pub checkpoints: IntCounter,
     pub checkpoint_failures: IntCounter,
     pub checkpoint_duration: Histogram,
@@ -53,6 +54,10 @@ impl Metrics {
             "skipped_rows_total",
             "Rows dropped per sink table (NOT NULL enforcer in DROP mode)",
         )?;
+        let sink_dropped = vec(
+            "sink_dropped_total",
+            "Rows a sink could not write and did not fail the job for (Pulsar: fail-on-write = false; they go to the dead-letter topic when one is set)",
+        )?;
         let checkpoints = IntCounter::new("checkpoints_total", "Completed checkpoints")?;
         let checkpoint_failures = IntCounter::new(
             "checkpoint_failures_total",
@@ -81,6 +86,7 @@ impl Metrics {
             bytes_out,
             errors,
             skipped,
+            sink_dropped,
             checkpoints,
             checkpoint_failures,
             checkpoint_duration,

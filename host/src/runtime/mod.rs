@@ -154,6 +154,7 @@ pub async fn run(
         let ctx = crate::connectors::PipelineContext {
             job_id: opts.job_id.clone(),
             pipeline_id: plan.id.clone(),
+            sink_dropped: metrics.sink_dropped.with_label_values(&[plan.sink.name()]),
         };
         source.set_context(&ctx);
         sink.set_context(&ctx);
@@ -541,6 +542,7 @@ async fn sink_task(
     let rows_out = metrics.rows_out.with_label_values(&[&table]);
     let bytes_out = metrics.bytes_out.with_label_values(&[&table]);
     let errors = metrics.errors.with_label_values(&[&table]);
+    sink.open().await.inspect_err(|_| errors.inc())?;
     loop {
         tokio::select! {
             biased;

@@ -2583,6 +2583,11 @@ impl Connection {
                         producer.open_request_id = None;
                         producer.name = Some(ok.producer_name.clone());
                         producer.last_sequence_id_published = ok.last_sequence_id.unwrap_or(-1);
+                        // pulsar-connect patch: Java `ProducerImpl#connectionOpened` — a producer that has
+                        // not sent anything continues after the last sequence id the broker stored for
+                        // its name, so with broker deduplication a restarted named producer's sends are
+                        // not dropped as duplicates.
+                        producer.continue_after_broker_sequence(ok.last_sequence_id.unwrap_or(-1));
                         // Java `ProducerImpl#handleProducerSuccess` →
                         // `resendMessages` parity (producer-not-ready livelock
                         // fix): the broker has acked the (re-)attachment — only

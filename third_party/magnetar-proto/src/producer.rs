@@ -655,6 +655,16 @@ impl ProducerState {
         }
     }
 
+    /// On the broker's `ProducerSuccess`: when nothing was sent yet and no initial sequence id was set,
+    /// the next sequence id follows `last` (the broker's last stored sequence id for this producer
+    /// name; `-1` when it has none). pulsar-connect patch, see third_party/README.md.
+    pub fn continue_after_broker_sequence(&mut self, last: i64) {
+        if last >= 0 && self.next_sequence_id == 0 && self.last_sequence_id_pushed < 0 {
+            self.next_sequence_id = last as u64 + 1;
+            self.last_sequence_id_pushed = last;
+        }
+    }
+
     /// Mirrors Java `ProducerBuilder#initialSequenceId`. Resets the next sequence id allocated
     /// by the internal `assign_sequence_id` helper to `next`. Must be called BEFORE the first
     /// publish; the state machine does not validate this — callers should set it through
@@ -861,8 +871,7 @@ impl ProducerState {
         if self.batch.current_size_bytes.saturating_add(payload_size) > self.max_batch_size_bytes {
             return false;
         }
-        // The Java client refuses to batch messages whose deliver-at-time is set; we mirror that
-        // because a per-batch deliver-at-time is meaningless.
+        // Messages with a deliver-at time are kept out of batches by `queue_send`.
         true
     }
 
@@ -927,7 +936,15 @@ impl ProducerState {
         if has_source_id && self.batching_enabled && !self.batch.is_empty() {
             let _ = self.flush_batch(publish_time_ms, now);
         }
-        let can_batch = !has_source_id && self.can_add_to_batch(payload_size, msg.num_messages);
+        // pulsar-connect patch (third_party/README.md): as the Java client, a message with a
+        // deliver-at time is never batched (the broker delays whole entries, by the entry's
+        // metadata); the open batch goes first so the order of sends is kept.
+        let delayed = msg.metadata.deliver_at_time.is_some();
+        if delayed && self.batching_enabled && !self.batch.is_empty() {
+            let _ = self.flush_batch(publish_time_ms, now);
+        }
+        let can_batch =
+            !has_source_id && !delayed && self.can_add_to_batch(payload_size, msg.num_messages);
 
         // Chunking path: too big AND we cannot batch it.
         if payload_size > self.max_message_size {

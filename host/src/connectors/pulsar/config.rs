@@ -14,7 +14,9 @@ use crate::pulsar::client::{Authentication, ClientConfig};
 use crate::pulsar::message_id::parse_message_id;
 use crate::pulsar::reader::DataLossPolicy;
 use crate::pulsar::topics::{TopicName, TopicSelection, parse_topic_list};
+use crate::pulsar::writer::WriterConfig;
 use crate::sql::ColumnKind;
+use magnetar::proto::types::CompressionKind;
 
 /// A format plugin and its options (format prefix stripped, checked against the manifest).
 #[derive(Debug, Clone)]
@@ -253,6 +255,50 @@ impl TableConfig {
             key_format,
             layout,
         })
+    }
+
+    /// The sink's producer settings; errors name the option.
+    pub fn writer_config(&self) -> Result<WriterConfig> {
+        let s = &self.settings;
+        let batching = s.bool(opt::BATCHING).then(|| {
+            (
+                s.i64(opt::BATCH_MESSAGES).max(1) as usize,
+                s.i64(opt::BATCH_BYTES).max(1) as usize,
+                Duration::from_micros(s.i64(opt::BATCH_DELAY).max(1) as u64),
+            )
+        });
+        let compression = match s.get(opt::COMPRESSION).unwrap_or("NONE") {
+            "LZ4" => CompressionKind::Lz4,
+            "ZLIB" => CompressionKind::Zlib,
+            "ZSTD" => CompressionKind::Zstd,
+            "SNAPPY" => CompressionKind::Snappy,
+            _ => CompressionKind::None,
+        };
+        if batching.is_some() && compression != CompressionKind::None {
+            bail!(
+                "option '{}': '{}' needs '{}' = 'false': compressed batches are not supported yet (the Pulsar client compresses messages one by one, which other clients cannot read inside a batch); allowed with batching: NONE",
+                opt::COMPRESSION,
+                s.get(opt::COMPRESSION).unwrap_or_default(),
+                opt::BATCHING
+            );
+        }
+        let producer_name = match s.get(opt::PRODUCER_NAME).map(str::trim) {
+            Some("") => bail!(
+                "option '{}': must not be empty (leave it unset to let the broker choose)",
+                opt::PRODUCER_NAME
+            ),
+            other => other.map(str::to_owned),
+        };
+        let wc = WriterConfig {
+            batching,
+            compression,
+            send_timeout: Duration::from_millis(s.i64(opt::SEND_TIMEOUT).max(1) as u64),
+            max_in_flight: s.i64(opt::MAX_PENDING).max(1) as usize,
+            producer_name,
+            schema: None,
+        };
+        wc.validate()?;
+        Ok(wc)
     }
 
     /// The topics a source reads (list or pattern); errors name the option.

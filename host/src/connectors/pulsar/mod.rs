@@ -9,12 +9,13 @@
 pub mod config;
 pub mod layout;
 pub mod options;
+pub mod schema;
 pub mod sink;
 pub mod source;
 
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 use crate::catalog::CatalogTable;
 use crate::connectors::{ConnectorFactory, MetadataDecl, Sink, Source};
@@ -183,6 +184,7 @@ impl ConnectorFactory for PulsarFactory {
         }
         cfg.startup(table)?;
         cfg.selection(table)?;
+        cfg.writer_config()?;
         // Routers are only needed by sinks; a missing router plugin is reported when the table is written.
         if table.options.contains("sink.message-router") {
             self.router(table)?;
@@ -279,8 +281,21 @@ impl ConnectorFactory for PulsarFactory {
             None => None,
         };
         let router = self.router(table)?;
+        let writer = cfg
+            .writer_config()
+            .with_context(|| format!("table '{}'", table.name()))?;
+        let topic_schema = match &cfg.value_format {
+            Some(f) => {
+                self.plugins()
+                    .manifest(&f.plugin, Kind::Format)?
+                    .pulsar_schema
+            }
+            None => None,
+        };
         Ok(Box::new(PulsarSink::new(SinkSpec {
             cfg: Arc::new(cfg),
+            writer,
+            topic_schema,
             topic,
             schema: table.sink_schema(),
             semantic,

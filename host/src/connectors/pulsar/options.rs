@@ -72,6 +72,15 @@ pub const CLIENT_CACHE: &str = "client-cache-size";
 pub const TXN_TIMEOUT: &str = "transaction-timeout";
 pub const MAX_BLOCK_TIME: &str = "max-block-time-ms";
 pub const OPERATION_TIMEOUT: &str = "pulsar.client.operation-timeout-ms";
+pub const BATCHING: &str = "pulsar.producer.batching-enabled";
+pub const BATCH_MESSAGES: &str = "pulsar.producer.batching-max-messages";
+pub const BATCH_BYTES: &str = "pulsar.producer.batching-max-bytes";
+pub const BATCH_DELAY: &str = "pulsar.producer.batching-max-publish-delay-micros";
+pub const COMPRESSION: &str = "pulsar.producer.compression-type";
+pub const PRODUCER_NAME: &str = "pulsar.producer.producer-name";
+
+/// `pulsar.producer.compressionType` values (the Java client's `CompressionType` names).
+pub const COMPRESSION_TYPES: &[&str] = &["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"];
 
 pub static SETTINGS: &[Setting] = &[
     setting(
@@ -228,6 +237,48 @@ pub static SETTINGS: &[Setting] = &[
         POSITIVE,
         Some("30000"),
         "Deadline of one client operation (lookup, subscribe, create producer), in ms.",
+    ),
+    setting(
+        BATCHING,
+        &["pulsar.producer.batchingEnabled"],
+        OptionKind::Bool,
+        Some("true"),
+        "Sink: group messages into batches (one broker entry per batch).",
+    ),
+    setting(
+        BATCH_MESSAGES,
+        &["pulsar.producer.batchingMaxMessages"],
+        POSITIVE,
+        Some("1000"),
+        "Sink: messages per batch at most.",
+    ),
+    setting(
+        BATCH_BYTES,
+        &["pulsar.producer.batchingMaxBytes"],
+        POSITIVE,
+        Some("131072"),
+        "Sink: bytes per batch at most.",
+    ),
+    setting(
+        BATCH_DELAY,
+        &["pulsar.producer.batchingMaxPublishDelayMicros"],
+        POSITIVE,
+        Some("5000"),
+        "Sink: how long a batch waits for more messages before it is sent, in µs.",
+    ),
+    setting(
+        COMPRESSION,
+        &["pulsar.producer.compressionType"],
+        OptionKind::Enum(COMPRESSION_TYPES),
+        Some("NONE"),
+        "Sink: payload compression. With batching enabled only `NONE` is supported for now (the Pulsar client compresses messages one by one, which batches other clients read cannot hold): set `pulsar.producer.batchingEnabled` = `false` to compress.",
+    ),
+    setting(
+        PRODUCER_NAME,
+        &["pulsar.producer.producerName"],
+        OptionKind::String,
+        None,
+        "Sink: producer name (the same on every partition; unset: the broker assigns unique names). With broker deduplication a named producer continues from the last sequence id the broker stored for it, so a restarted job's sends are not dropped as duplicates. Two running producers cannot share a name.",
     ),
 ];
 

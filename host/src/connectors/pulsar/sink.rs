@@ -19,7 +19,7 @@ use super::options as opt;
 use crate::connectors::{PipelineContext, Sink};
 use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::messages::PropertyBatchBuilder;
-use crate::plugins::{Encoded, Encoder, KeyBatchBuilder, Kind, Router};
+use crate::plugins::{Encoded, Encoder, KeyBatchBuilder, Kind, PulsarSchema, Router};
 use crate::pulsar::topics::TopicName;
 use crate::pulsar::transactions::{EndOutcome, TxnCoordinator, TxnRef};
 use crate::pulsar::writer::{TopicWriter, WriterConfig};
@@ -36,6 +36,10 @@ pub enum Semantic {
 #[derive(Clone)]
 pub struct SinkSpec {
     pub cfg: Arc<TableConfig>,
+    /// Producer settings (batching, compression, name, timeouts).
+    pub writer: WriterConfig,
+    /// The schema type to register on the topic (from the value format's manifest).
+    pub topic_schema: Option<PulsarSchema>,
     pub topic: TopicName,
     pub schema: SchemaRef,
     pub semantic: Semantic,
@@ -70,9 +74,10 @@ pub struct TxnState {
 
 pub struct PulsarSink {
     spec: SinkSpec,
-    producer_name: Option<String>,
     running: Option<Running>,
     dropped: u64,
+    /// `pulsar_connect_sink_dropped_total{table}` (set with the pipeline context).
+    dropped_metric: Option<prometheus::IntCounter>,
     written: u64,
     /// Exactly-once: the open transaction of the current checkpoint period.
     txn: Option<Transaction>,
@@ -86,9 +91,9 @@ impl PulsarSink {
     pub fn new(spec: SinkSpec) -> Self {
         PulsarSink {
             spec,
-            producer_name: None,
             running: None,
             dropped: 0,
+            dropped_metric: None,
             written: 0,
             txn: None,
             pending: std::collections::VecDeque::new(),
@@ -164,20 +169,25 @@ impl PulsarSink {
             let spec = self.spec.clone();
             let cfg = &spec.cfg;
             let client = crate::pulsar::connect(&cfg.client).await?;
-            let wc = WriterConfig {
-                send_timeout: Duration::from_millis(
-                    cfg.settings.i64(opt::SEND_TIMEOUT).max(1) as u64
-                ),
-                max_in_flight: cfg.settings.i64(opt::MAX_PENDING).max(1) as usize,
-                producer_name: None,
-                ..WriterConfig::default()
-            };
+            let mut wc = spec.writer.clone();
+            if let Some(kind) = spec.topic_schema {
+                wc.schema = Some(
+                    super::schema::pulsar_schema(kind, &cfg.layout.value_schema)
+                        .with_context(|| format!("table '{}'", cfg.table))?,
+                );
+            }
             let mut writer = TopicWriter::open(&client, spec.topic.clone(), &wc)
                 .await
                 .with_context(|| format!("table '{}': opening the producers", cfg.table))?;
+            // Failed rows of any table go to the dead-letter topic as bytes, under a broker-chosen name.
+            let dead_letter_config = WriterConfig {
+                producer_name: None,
+                schema: None,
+                ..spec.writer.clone()
+            };
             let dead_letter = match &spec.dead_letter {
                 Some(t) => Some(
-                    TopicWriter::open(&client, t.clone(), &wc)
+                    TopicWriter::open(&client, t.clone(), &dead_letter_config)
                         .await
                         .with_context(|| {
                             format!("table '{}': opening the dead-letter topic {t}", cfg.table)
@@ -220,6 +230,9 @@ impl PulsarSink {
             return Ok(());
         }
         self.dropped += failures.len() as u64;
+        if let Some(m) = &self.dropped_metric {
+            m.inc_by(failures.len() as u64);
+        }
         for f in failures {
             error!(table = %table, topic = %f.topic, "send failed, row not written to the table's topic (fail-on-write = false): {}", f.reason);
             if let (Some(dlq), Some(mut m)) = (run.dead_letter.as_mut(), f.message) {
@@ -462,10 +475,17 @@ fn now_ms() -> i64 {
 #[async_trait]
 impl Sink for PulsarSink {
     fn set_context(&mut self, ctx: &PipelineContext) {
-        self.producer_name = Some(format!(
-            "pulsar-connect-{}-{}-{}",
-            ctx.job_id, ctx.pipeline_id, self.spec.cfg.table
-        ));
+        self.dropped_metric = Some(ctx.sink_dropped.clone());
+    }
+
+    /// Connects at start, so a wrong URL, a missing topic or an incompatible topic schema fails the job
+    /// before any row is read; exactly-once also settles the restored checkpoint's transactions here.
+    async fn open(&mut self) -> Result<()> {
+        self.running().await?;
+        if self.spec.semantic == Semantic::ExactlyOnce {
+            self.recover().await?;
+        }
+        Ok(())
     }
 
     async fn write(&mut self, batch: RecordBatch) -> Result<()> {
