@@ -101,6 +101,10 @@ pub trait Sink: Send {
         Ok(())
     }
 
+    /// The sink failed: release what no checkpoint covers (e.g. abort an open transaction, whose messages
+    /// would otherwise hold back the topic's readers until it times out). Must not fail; log instead.
+    async fn abort(&mut self) {}
+
     /// End of input: flush and release resources.
     async fn close(&mut self) -> Result<()>;
 }

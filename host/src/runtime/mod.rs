@@ -539,9 +539,36 @@ async fn sink_task(
     metrics: Arc<Metrics>,
     table: String,
 ) -> Result<()> {
-    let rows_out = metrics.rows_out.with_label_values(&[&table]);
-    let bytes_out = metrics.bytes_out.with_label_values(&[&table]);
-    let errors = metrics.errors.with_label_values(&[&table]);
+    let driven = drive_sink(
+        idx,
+        sink.as_mut(),
+        &mut input,
+        &mut cmds,
+        &ev,
+        &metrics,
+        &table,
+    )
+    .await;
+    if driven.is_err() {
+        // Release what no checkpoint covers (an open transaction would hold back the topic's readers).
+        sink.abort().await;
+    }
+    driven
+}
+
+/// The sink's loop: rows, barriers and checkpoint completions until the end of the input or an error.
+async fn drive_sink(
+    idx: usize,
+    sink: &mut dyn Sink,
+    input: &mut mpsc::Receiver<Msg>,
+    cmds: &mut mpsc::Receiver<SinkCmd>,
+    ev: &mpsc::Sender<Event>,
+    metrics: &Metrics,
+    table: &str,
+) -> Result<()> {
+    let rows_out = metrics.rows_out.with_label_values(&[table]);
+    let bytes_out = metrics.bytes_out.with_label_values(&[table]);
+    let errors = metrics.errors.with_label_values(&[table]);
     sink.open().await.inspect_err(|_| errors.inc())?;
     loop {
         tokio::select! {

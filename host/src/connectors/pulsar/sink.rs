@@ -633,6 +633,22 @@ impl Sink for PulsarSink {
         Ok(())
     }
 
+    async fn abort(&mut self) {
+        let table = self.spec.cfg.table.clone();
+        if let (Some(txn), Some(run)) = (self.txn.take(), self.running.as_ref()) {
+            // Opened after the last checkpoint. Pre-committed transactions stay: their checkpoint may
+            // complete, and a restart from it commits them.
+            match run.client.abort_transaction(txn).await {
+                Ok(_) => {
+                    info!(table = %table, txn = %TxnRef(txn.id()), "aborted the open transaction of the failed sink")
+                }
+                Err(e) => {
+                    warn!(table = %table, txn = %TxnRef(txn.id()), "aborting the open transaction of the failed sink: {e} (the broker aborts it at its timeout)")
+                }
+            }
+        }
+    }
+
     async fn close(&mut self) -> Result<()> {
         let table = self.spec.cfg.table.clone();
         if let (Some(txn), Some(run)) = (self.txn.take(), self.running.as_ref()) {

@@ -1,0 +1,332 @@
+//! A sequence-numbered Pulsar → Pulsar copy job run by the real binary, disturbed (kill -9, broker
+//! restarts) and checked: shared by the exactly-once test binaries (`#[path]`-included).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use magnetar::OutgoingMessage;
+use pulsar_connect::pulsar::reader::{DataLossPolicy, SplitReader, StartPosition};
+use pulsar_connect::pulsar::topics::{Split, TopicName};
+use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
+
+pub const N: u32 = 20_000;
+
+pub fn binary() -> PathBuf {
+    let p = std::env::var_os("PULSAR_CONNECT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            pulsar_connect_tests::guests::repo_root().join("target/release/pulsar-connect")
+        });
+    assert!(
+        p.exists(),
+        "{} not found: run `cargo build --release -p pulsar-connect`",
+        p.display()
+    );
+    p
+}
+
+pub fn job_sql(
+    broker: &TestBroker,
+    name: &str,
+    input: &str,
+    output: &str,
+    semantic: &str,
+) -> String {
+    format!(
+        "SET 'pipeline.name' = '{name}';
+SET 'execution.checkpointing.interval' = '300ms';
+SET 'execution.checkpointing.timeout' = '5s';
+CREATE TABLE src (seq BIGINT, payload STRING) WITH (
+  'connector' = 'pulsar', 'topic' = '{input}', 'service-url' = '{su}', 'admin-url' = '{au}',
+  'format' = 'json', 'scan.startup.mode' = 'earliest');
+CREATE TABLE dst (seq BIGINT, payload STRING) WITH (
+  'connector' = 'pulsar', 'topic' = '{output}', 'service-url' = '{su}',
+  'format' = 'json', 'sink.semantic' = '{semantic}',
+  'transaction-timeout' = '20s', 'max-block-time-ms' = '5000');
+INSERT INTO dst SELECT seq, payload FROM src;",
+        su = broker.service_url,
+        au = broker.admin_url
+    )
+}
+
+pub fn spawn(job: &Path, state: &Path, log: &Path) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    Command::new(binary())
+        .arg("--plugin-dir")
+        .arg(pulsar_connect_tests::jobs::plugin_dir())
+        .arg("run")
+        .arg(job)
+        .arg("--state-dir")
+        .arg(state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .unwrap()
+}
+
+/// Sequence numbers in the output topic, as a consumer sees them.
+pub async fn read_output(
+    broker: &TestBroker,
+    topic: &str,
+    expect: usize,
+) -> Result<BTreeMap<u64, usize>> {
+    let client = broker.client().await?;
+    let mut reader = SplitReader::open(
+        &client,
+        Split {
+            topic: TopicName::parse(topic)?,
+            partition: -1,
+        },
+        &format!("verify-{}", now_ms()),
+        StartPosition::Earliest,
+        DataLossPolicy::Fail,
+    )
+    .await?;
+    let mut counts = BTreeMap::new();
+    let mut total = 0;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut quiet_since = Instant::now();
+    while Instant::now() < deadline {
+        let batch = reader.next_batch(1000, Duration::from_millis(500)).await?;
+        if batch.is_empty() {
+            if total >= expect && quiet_since.elapsed() > Duration::from_secs(3) {
+                break;
+            }
+            continue;
+        }
+        quiet_since = Instant::now();
+        for m in batch {
+            let v: serde_json::Value = serde_json::from_slice(&m.payload)?;
+            *counts.entry(v["seq"].as_u64().unwrap()).or_insert(0) += 1;
+            total += 1;
+        }
+    }
+    reader.close().await.ok();
+    Ok(counts)
+}
+
+/// Writes `N` sequence-numbered rows to a new input topic.
+pub async fn produce_input(broker: &TestBroker, input: &str) -> Result<()> {
+    let client = broker.client().await?;
+    let producer = client
+        .producer(input)
+        .batching(1000, 1 << 20)
+        .batching_max_publish_delay(Duration::from_millis(5))
+        .create()
+        .await?;
+    let sends: Vec<_> = (0..N)
+        .map(|i| {
+            producer.send(
+                OutgoingMessage::with_payload(
+                    format!(r#"{{"seq":{i},"payload":"row-{i:08}-{}"}}"#, "x".repeat(40))
+                        .into_bytes(),
+                )
+                .into(),
+            )
+        })
+        .collect();
+    futures::future::try_join_all(sends).await?;
+    producer.close().await?;
+    Ok(())
+}
+
+/// A copy job over a fresh `N`-row input topic: its topics, SQL file, state dir and log.
+pub struct CopyJob {
+    pub broker: TestBroker,
+    pub input: String,
+    pub output: String,
+    job: PathBuf,
+    state: PathBuf,
+    pub log: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl CopyJob {
+    pub async fn new(semantic: &str) -> Result<CopyJob> {
+        let broker = TestBroker::get();
+        let input = unique_topic(&format!("{semantic}-in"));
+        let output = unique_topic(&format!("{semantic}-out"));
+        produce_input(&broker, &input).await?;
+        let tmp = tempfile::tempdir()?;
+        let job = tmp.path().join("job.sql");
+        std::fs::write(
+            &job,
+            job_sql(
+                &broker,
+                &format!("{semantic}-{}", now_ms()),
+                &input,
+                &output,
+                semantic,
+            ),
+        )?;
+        Ok(CopyJob {
+            state: tmp.path().join("state"),
+            log: tmp.path().join("job.log"),
+            job,
+            broker,
+            input,
+            output,
+            _tmp: tmp,
+        })
+    }
+
+    /// Starts the binary on the job (restoring from the state dir when it holds a checkpoint).
+    pub fn spawn(&self) -> Child {
+        spawn(&self.job, &self.state, &self.log)
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Whether the job's subscription on the input has no backlog: every input row is covered by a
+    /// completed checkpoint (the position is committed when a checkpoint completes).
+    pub fn input_consumed(&self) -> bool {
+        let path = self
+            .input
+            .strip_prefix("persistent://")
+            .unwrap_or(&self.input);
+        let Ok(stats) =
+            self.broker
+                .admin("GET", &format!("/admin/v2/persistent/{path}/stats"), None)
+        else {
+            return false;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&stats) else {
+            return false;
+        };
+        v["subscriptions"].as_object().is_some_and(|subs| {
+            subs.iter().any(|(name, s)| {
+                name.starts_with("pulsar-connect") && s["msgBacklog"].as_u64() == Some(0)
+            })
+        })
+    }
+
+    /// Runs `child` (restarting the job whenever it exits, as a supervisor would) until the input is
+    /// consumed, stops it gracefully and returns how often each sequence number is in the output, with
+    /// the ERROR/WARN lines of the log. `restarts` counts the restarts.
+    pub async fn finish(
+        &self,
+        mut child: Child,
+        restarts: &mut usize,
+    ) -> Result<(BTreeMap<u64, usize>, String)> {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "the input was not consumed and the job did not stop cleanly within 180 s; log:\n{}",
+                self.log_text()
+            );
+            if child.try_wait()?.is_some() {
+                // It gave up (e.g. the broker was away): restart it from its checkpoint.
+                *restarts += 1;
+                child = self.spawn();
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+            if !self.input_consumed() {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            // SAFETY: SIGTERM to our own child: graceful stop with a final checkpoint and commit.
+            unsafe {
+                libc_kill(child.id() as i32);
+            }
+            if child.wait()?.success() {
+                break;
+            }
+            // The final checkpoint failed (a supervisor restarts the job; so do we).
+            *restarts += 1;
+            child = self.spawn();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        let log_text = self.log_text();
+        let counts = read_output(&self.broker, &self.output, N as usize).await?;
+        let warnings = log_text
+            .lines()
+            .filter(|l| l.contains("ERROR") || l.contains("WARN"))
+            .take(40)
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok((counts, warnings))
+    }
+}
+
+/// Copies with the binary under `semantic`, killed with SIGKILL `rounds` times at random points and
+/// restarted from its checkpoints, then run until the input is consumed and stopped gracefully.
+pub async fn copy_with_kills(
+    semantic: &str,
+    rounds: usize,
+) -> Result<(BTreeMap<u64, usize>, String)> {
+    let job = CopyJob::new(semantic).await?;
+    let mut seed = now_ms();
+    for round in 0..rounds {
+        let mut child = job.spawn();
+        // A pseudo-random point between 0.3 s and 2.3 s into the run.
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let wait = 300 + (seed >> 33) % 2000;
+        std::thread::sleep(Duration::from_millis(wait));
+        if let Some(status) = child.try_wait()? {
+            panic!(
+                "round {round}: the job exited early ({status}):\n{}",
+                job.log_text()
+            );
+        }
+        child.kill()?; // SIGKILL
+        child.wait()?;
+    }
+    let mut restarts = 0;
+    let result = job.finish(job.spawn(), &mut restarts).await?;
+    assert_eq!(
+        restarts,
+        0,
+        "the last run failed on its own; log:\n{}",
+        job.log_text()
+    );
+    Ok(result)
+}
+
+/// Asserts that every input sequence number is in the output exactly once.
+pub fn assert_exactly_once(counts: &BTreeMap<u64, usize>, log: &str) {
+    let missing = missing(counts);
+    let dupes: Vec<(u64, usize)> = counts
+        .iter()
+        .filter(|(_, c)| **c > 1)
+        .map(|(s, c)| (*s, *c))
+        .collect();
+    assert!(
+        missing.is_empty() && dupes.is_empty(),
+        "{} missing (first {:?}), {} duplicated (first {:?}); log:\n{log}",
+        missing.len(),
+        &missing[..missing.len().min(10)],
+        dupes.len(),
+        &dupes[..dupes.len().min(10)],
+    );
+}
+
+pub fn missing(counts: &BTreeMap<u64, usize>) -> Vec<u64> {
+    (0..u64::from(N))
+        .filter(|s| !counts.contains_key(s))
+        .collect()
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill_raw(pid: i32, sig: i32) -> i32;
+}
+
+pub unsafe fn libc_kill(pid: i32) {
+    // SAFETY: plain kill(2) on a child pid with SIGTERM (15).
+    unsafe {
+        libc_kill_raw(pid, 15);
+    }
+}
