@@ -22,9 +22,20 @@ async fn a_broker_restart_mid_run_keeps_every_input_exactly_once() -> Result<()>
         "this test restarts the local broker; it cannot run against an external cluster (unset PULSAR_SERVICE_URL)"
     );
     let job = CopyJob::new("exactly-once").await?;
-    let child = job.spawn();
+    let mut child = job.spawn();
     tokio::time::sleep(Duration::from_millis(800)).await;
-    let restarted = tokio::task::spawn_blocking(|| broker::restart(Profile::Default)).await??;
+    let restarted = tokio::task::spawn_blocking(|| broker::restart(Profile::Default))
+        .await
+        .map_err(anyhow::Error::from)
+        .and_then(|r| r);
+    let restarted = match restarted {
+        Ok(info) => info,
+        Err(e) => {
+            child.kill().ok();
+            child.wait().ok();
+            return Err(e);
+        }
+    };
     assert_eq!(restarted.service_url, job.broker.service_url);
     let mut restarts = 0;
     let (counts, log) = job.finish(child, &mut restarts).await?;
