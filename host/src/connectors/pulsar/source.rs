@@ -638,8 +638,9 @@ impl DecodeJob {
         let mut value_row = vec![None; n];
         {
             let mut r = 0u32;
-            for (i, slot) in value_row.iter_mut().enumerate() {
-                if !value_decoded.errors.iter().any(|e| e.index as usize == i) {
+            // `bad`: every message the format listed in `errors` (each produced no row).
+            for (slot, failed) in value_row.iter_mut().zip(&bad) {
+                if !*failed {
                     *slot = Some(r);
                     r += 1;
                 }
