@@ -1,6 +1,9 @@
-//! `cargo xtask bench [--smoke] [--rows N] [--no-flink]`: pulsar-connect side by side with the Flink peer,
-//! the bare-consumer ceiling and native decode, in one run on the same broker and the same data. Prints a
-//! table and (unless `--smoke`) writes it into BENCHMARKS.md between the `bench:begin` / `bench:end` markers.
+//! `cargo xtask bench [--smoke] [--rows N] [--no-flink] [--latency-seconds S]`: pulsar-connect side by side
+//! with the Flink peer, the bare-consumer ceiling and native decode, in one run on the same broker and the
+//! same data, plus end-to-end latency at a fixed rate (see `latency`). Prints the tables and (unless
+//! `--smoke`) writes them into BENCHMARKS.md between the `bench:begin` / `bench:end` markers.
+
+mod latency;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -27,13 +30,25 @@ pub struct BenchArgs {
     /// Skip the Flink peer.
     #[arg(long)]
     pub no_flink: bool,
+    /// Measured seconds of each fixed-rate latency run (default 30; 3 with --smoke); 0 skips them.
+    #[arg(long)]
+    pub latency_seconds: Option<f64>,
+    /// The fixed rate of the latency runs, messages per second.
+    #[arg(long, default_value_t = 10_000)]
+    pub latency_rate: u32,
+    /// Only the latency runs (BENCHMARKS.md untouched).
+    #[arg(long)]
+    pub latency_only: bool,
 }
 
 /// One measured row of the table.
 #[derive(Debug, Clone, Default)]
 struct Measure {
     name: String,
+    /// The topic whose messages the run read or wrote (message payload bytes are measured per topic).
+    topic: Option<String>,
     rows: u64,
+    /// Message payload bytes (the value; keys and metadata not counted).
     bytes: u64,
     /// Seconds from the first row to the last (steady state).
     wall: f64,
@@ -192,6 +207,7 @@ INSERT INTO dst SELECT * FROM gen;",
         }
         Ok(Measure {
             name: name.to_owned(),
+            topic: Some(topic.to_owned()),
             rows: self.rows,
             bytes: 0,
             wall: start.elapsed().as_secs_f64(),
@@ -234,7 +250,10 @@ INSERT INTO sink SELECT * FROM src;",
         let pid = child.id();
         let url = format!("http://127.0.0.1:{port}/metrics");
         let deadline = Instant::now() + Duration::from_secs(900);
-        let mut first: Option<(Instant, f64, f64)> = None;
+        // The span starts at the last sample that still saw no row (the job up, its metrics answering): all
+        // rows count, and the span is at most one sampling interval too long. (Counting from the first sample
+        // that saw rows would drop the first batch, and with tiny data — `--smoke` — every row.)
+        let mut start = (Instant::now(), proc_cpu(pid));
         let result = loop {
             if let Some(s) = child.try_wait()? {
                 bail!("{name} exited early ({s}); log: {}", log.display());
@@ -242,18 +261,23 @@ INSERT INTO sink SELECT * FROM src;",
             if Instant::now() > deadline {
                 break Err(anyhow::anyhow!("{name}: not done after 900 s"));
             }
-            let body = http::get(&url, None).map(|r| r.body).unwrap_or_default();
+            let sampled = (Instant::now(), proc_cpu(pid));
+            let Some(body) = http::get(&url, None).ok().map(|r| r.body) else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            // (pulsar_connect_bytes_in_total counts Arrow memory, not message bytes: MB/s comes from the
+            // topic's payload bytes, see `fill_payload_bytes`.)
             let rows = metric(&body, "pulsar_connect_rows_in_total", "src");
-            let bytes = metric(&body, "pulsar_connect_bytes_in_total", "src");
-            if rows > 0.0 && first.is_none() {
-                first = Some((Instant::now(), proc_cpu(pid), rows));
+            if rows == 0.0 {
+                start = sampled;
             }
             if rows >= self.rows as f64 {
-                let (t0, c0, r0) = first.unwrap_or((Instant::now(), 0.0, 0.0));
-                let _ = bytes;
+                let (t0, c0) = start;
                 break Ok(Measure {
                     name: name.to_owned(),
-                    rows: (rows - r0) as u64,
+                    topic: Some(topic.to_owned()),
+                    rows: rows as u64,
                     bytes: 0,
                     wall: t0.elapsed().as_secs_f64(),
                     cpu: proc_cpu(pid) - c0,
@@ -286,6 +310,7 @@ INSERT INTO sink SELECT * FROM src;",
         let v: Value = serde_json::from_slice(out.stdout.trim_ascii())?;
         Ok(Measure {
             name: name.to_owned(),
+            topic: Some(topic.to_owned()),
             rows: v["rows"].as_u64().unwrap_or(0),
             bytes: v["bytes"].as_u64().unwrap_or(0),
             wall: v["wall_seconds"].as_f64().unwrap_or(0.0),
@@ -346,6 +371,7 @@ INSERT INTO sink SELECT * FROM src;",
         };
         Ok(Measure {
             name: name.to_owned(),
+            topic: Some(topic.to_owned()),
             rows,
             bytes: 0,
             wall,
@@ -370,14 +396,76 @@ fn partitioned(admin_url: &str, topic: &str, n: u32) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process::ExitCode> {
-    let root = paths::workspace_root();
-    let rows = args
-        .rows
-        .unwrap_or(if args.smoke { 2_000 } else { 1_000_000 });
+/// Stops the broker at drop (also on an error or a panic) when this run started it.
+struct BrokerGuard {
+    started: bool,
+}
+
+impl BrokerGuard {
+    fn ensure() -> Result<Self> {
+        if BrokerInfo::load(Profile::Default).is_some_and(|i| i.is_healthy()) {
+            return Ok(Self { started: false });
+        }
+        broker::start(&StartOptions::new(Profile::Default)).context("starting the broker")?;
+        Ok(Self { started: true })
+    }
+}
+
+impl Drop for BrokerGuard {
+    fn drop(&mut self) {
+        if self.started
+            && let Err(e) = broker::stop(Profile::Default)
+        {
+            eprintln!("stopping the broker this bench started failed: {e:#}");
+        }
+    }
+}
+
+/// `bench/flink-peer/target/flink-peer.jar`, built (Maven) when missing or older than its sources.
+fn ensure_flink_jar(root: &Path) -> Result<PathBuf> {
+    let peer = root.join("bench/flink-peer");
+    let jar = peer.join("target/flink-peer.jar");
+    let built = fs::metadata(&jar).and_then(|m| m.modified()).ok();
+    let stale = match built {
+        None => true,
+        Some(t) => {
+            newest_mtime(&peer.join("src"))?.is_some_and(|s| s > t)
+                || fs::metadata(peer.join("pom.xml"))?.modified()? > t
+        }
+    };
+    if stale {
+        eprintln!("building the Flink peer (mvn package)");
+        let st = Command::new("mvn")
+            .args(["-B", "-q", "-f"])
+            .arg(peer.join("pom.xml"))
+            .arg("package")
+            .status()
+            .context("running mvn (Maven is needed for the Flink peer; --no-flink skips it)")?;
+        if !st.success() {
+            bail!("building the Flink peer failed ({st})");
+        }
+    }
+    Ok(jar)
+}
+
+fn newest_mtime(dir: &Path) -> Result<Option<std::time::SystemTime>> {
+    let mut newest = None;
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        let t = if entry.file_type()?.is_dir() {
+            newest_mtime(&entry.path())?
+        } else {
+            Some(entry.metadata()?.modified()?)
+        };
+        newest = newest.max(t);
+    }
+    Ok(newest)
+}
+
+fn build_ours(root: &Path, cargo: &impl Fn() -> Command) -> Result<()> {
     build_plugins::run(build_plugins::Args::default())?;
     let built = cargo()
-        .current_dir(&root)
+        .current_dir(root)
         .args([
             "build",
             "--release",
@@ -388,35 +476,46 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
             "--example",
             "bare_consumer",
         ])
-        .status()?;
+        .status()
+        .context("running cargo build")?;
     if !built.success() {
-        bail!("building failed ({built})");
+        bail!("building pulsar-connect and the bare consumer failed ({built})");
     }
+    Ok(())
+}
+
+/// The 1-minute load average, to say whether the machine was busy.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
+}
+
+pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process::ExitCode> {
+    let root = paths::workspace_root();
+    let rows = args
+        .rows
+        .unwrap_or(if args.smoke { 2_000 } else { 1_000_000 });
+    let latency_seconds = args
+        .latency_seconds
+        .unwrap_or(if args.smoke { 3.0 } else { 30.0 });
+    let load_before = load_average();
+    build_ours(&root, &cargo)?;
     let jar = root.join("bench/flink-peer/target/flink-peer.jar");
     let with_flink = !args.no_flink && (!args.smoke || jar.exists());
-    if with_flink && !jar.exists() {
-        let st = Command::new("mvn")
-            .args(["-B", "-q", "-f"])
-            .arg(root.join("bench/flink-peer/pom.xml"))
-            .arg("package")
-            .status()?;
-        if !st.success() {
-            bail!("building the Flink peer failed ({st})");
-        }
+    if with_flink {
+        ensure_flink_jar(&root)?;
     }
-    let started = match BrokerInfo::load(Profile::Default).filter(|i| i.is_healthy()) {
-        Some(_) => false,
-        None => {
-            broker::start(&StartOptions::new(Profile::Default))?;
-            true
-        }
-    };
-    let info = BrokerInfo::load(Profile::Default).context("no broker")?;
+    let broker = BrokerGuard::ensure()?;
+    let info = BrokerInfo::load(Profile::Default)
+        .context("no broker (target/pulsar/default/broker.json)")?;
     let run_id = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
     let dir = root.join("target/bench").join(run_id.to_string());
-    fs::create_dir_all(&dir)?;
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    eprintln!("bench {run_id}: logs and job files in {}", dir.display());
     let ctx = Ctx {
         bin: root.join("target/release/pulsar-connect"),
         root: root.clone(),
@@ -425,143 +524,223 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         dir,
         rows,
     };
+    let mut out = Vec::new();
+    if !args.latency_only {
+        out = throughput_runs(&ctx, run_id, with_flink)?;
+        fill_payload_bytes(&ctx, &mut out)?;
+        match decode_bench(&root, &cargo, rows.min(200_000)) {
+            Ok(ms) => {
+                for m in ms {
+                    report_step(&m);
+                    out.push(m);
+                }
+            }
+            Err(e) => eprintln!("native/wasm decode bench skipped: {e:#}"),
+        }
+    }
+    let lat = if latency_seconds > 0.0 {
+        latency_runs(
+            &ctx,
+            run_id,
+            with_flink,
+            args.latency_rate,
+            latency_seconds,
+            args.smoke,
+        )?
+    } else {
+        Vec::new()
+    };
+    drop(broker);
+    let load_after = load_average();
+    let table = format!("{}{}", render(&out), latency::render(&lat));
+    println!("{table}");
+    if !args.smoke && !args.latency_only {
+        let mut command = format!("cargo xtask bench --rows {rows}");
+        if args.no_flink {
+            command.push_str(" --no-flink");
+        }
+        if args.latency_seconds.is_some() {
+            let _ = write!(command, " --latency-seconds {latency_seconds}");
+        }
+        if args.latency_rate != 10_000 {
+            let _ = write!(command, " --latency-rate {}", args.latency_rate);
+        }
+        write_benchmarks(&root, &table, &command, (&load_before, &load_after))?;
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn report_step(m: &Measure) {
+    eprintln!(
+        "  {:<60} {:>10.0} msg/s  {:>6.2} CPU-s/M  {:>6.0} MB RSS",
+        m.name,
+        m.rate(),
+        m.cpu_per_m(),
+        m.peak_rss_mb
+    );
+}
+
+/// The throughput runs: ours producing (which fills the topics), ours reading, the ceiling, the Flink peer.
+fn throughput_runs(ctx: &Ctx, run_id: u64, with_flink: bool) -> Result<Vec<Measure>> {
     let t = |s: &str| format!("persistent://public/default/bench-{s}-{run_id}");
     let (json1, json4, avro1, eo1) = (t("json-1p"), t("json-4p"), t("avro-1p"), t("eo-1p"));
     partitioned(&ctx.admin_url, &json4, 4)?;
     let mut out: Vec<Measure> = Vec::new();
-    let step = |m: Result<Measure>, out: &mut Vec<Measure>| -> Result<()> {
+    let mut step = |m: Result<Measure>| -> Result<()> {
         let m = m?;
-        eprintln!(
-            "  {:<40} {:>10.0} msg/s  {:>6.2} CPU-s/M  {:>6.0} MB RSS",
-            m.name,
-            m.rate(),
-            m.cpu_per_m(),
-            m.peak_rss_mb
-        );
+        report_step(&m);
         out.push(m);
         Ok(())
     };
-    eprintln!("producing {rows} rows per topic (these runs are the sink benchmarks)");
-    step(
-        ctx.produce(
-            "ours: datagen → json → key-hash → pulsar (1p, at-least-once)",
-            &json1,
-            "json",
-            ", 'sink.message-router' = 'key-hash'",
-            "2s",
-        ),
-        &mut out,
-    )?;
-    step(
-        ctx.produce(
-            "ours: datagen → json → key-hash → pulsar (4p, at-least-once)",
-            &json4,
-            "json",
-            ", 'sink.message-router' = 'key-hash'",
-            "2s",
-        ),
-        &mut out,
-    )?;
-    step(
-        ctx.produce(
-            "ours: datagen → json → pulsar (1p, exactly-once)",
-            &eo1,
-            "json",
-            ", 'sink.semantic' = 'exactly-once'",
-            "2s",
-        ),
-        &mut out,
-    )?;
-    step(
-        ctx.produce(
-            "ours: datagen → avro → pulsar (1p)",
-            &avro1,
-            "avro",
-            "",
-            "2s",
-        ),
-        &mut out,
-    )?;
+    eprintln!(
+        "producing {} rows per topic (these runs are the sink benchmarks)",
+        ctx.rows
+    );
+    let key_hash = ", 'sink.message-router' = 'key-hash'";
+    step(ctx.produce(
+        "ours: datagen → json → key-hash → pulsar (1p, at-least-once)",
+        &json1,
+        "json",
+        key_hash,
+        "2s",
+    ))?;
+    step(ctx.produce(
+        "ours: datagen → json → key-hash → pulsar (4p, at-least-once)",
+        &json4,
+        "json",
+        key_hash,
+        "2s",
+    ))?;
+    step(ctx.produce(
+        "ours: datagen → json → pulsar (1p, exactly-once)",
+        &eo1,
+        "json",
+        ", 'sink.semantic' = 'exactly-once'",
+        "2s",
+    ))?;
+    step(ctx.produce(
+        "ours: datagen → avro → pulsar (1p)",
+        &avro1,
+        "avro",
+        "",
+        "2s",
+    ))?;
     eprintln!("reading");
-    step(
-        ctx.consume("ours: pulsar(json, 1p) → blackhole", &json1, "json"),
-        &mut out,
-    )?;
-    step(
-        ctx.consume("ours: pulsar(json, 4p) → blackhole", &json4, "json"),
-        &mut out,
-    )?;
-    step(
-        ctx.consume("ours: pulsar(avro, 1p) → blackhole", &avro1, "avro"),
-        &mut out,
-    )?;
-    step(
-        ctx.consume("ours: pulsar(raw, 1p) → blackhole", &json1, "raw"),
-        &mut out,
-    )?;
-    step(ctx.ceiling("ceiling: bare consumer (1p)", &json1), &mut out)?;
-    step(ctx.ceiling("ceiling: bare consumer (4p)", &json4), &mut out)?;
+    step(ctx.consume("ours: pulsar(json, 1p) → blackhole", &json1, "json"))?;
+    step(ctx.consume("ours: pulsar(json, 4p) → blackhole", &json4, "json"))?;
+    step(ctx.consume("ours: pulsar(avro, 1p) → blackhole", &avro1, "avro"))?;
+    step(ctx.consume("ours: pulsar(raw, 1p) → blackhole", &json1, "raw"))?;
+    step(ctx.ceiling("ceiling: bare consumer (json, 1p)", &json1))?;
+    step(ctx.ceiling("ceiling: bare consumer (json, 4p)", &json4))?;
+    step(ctx.ceiling("ceiling: bare consumer (avro, 1p)", &avro1))?;
     if with_flink {
         eprintln!("Flink peer");
-        step(
-            ctx.flink(
-                "flink: pulsar(json, 1p) → blackhole",
-                "pulsar-json-blackhole.sql",
-                &json1,
-                true,
-                &[],
-            ),
-            &mut out,
-        )?;
-        step(
-            ctx.flink(
-                "flink: pulsar(json, 4p) → blackhole",
-                "pulsar-json-blackhole.sql",
-                &json4,
-                true,
-                &[],
-            ),
-            &mut out,
-        )?;
-        step(
-            ctx.flink(
-                "flink: pulsar(raw, 1p) → blackhole",
-                "pulsar-raw-blackhole.sql",
-                &json1,
-                true,
-                &[],
-            ),
-            &mut out,
-        )?;
-        let rows_var = format!("ROWS={rows}");
-        step(
-            ctx.flink(
-                "flink: datagen → json → pulsar (1p)",
-                "datagen-json-pulsar.sql",
-                &t("flink-sink"),
-                false,
-                &[&rows_var],
-            ),
-            &mut out,
-        )?;
+        step(ctx.flink(
+            "flink: pulsar(json, 1p) → blackhole",
+            "pulsar-json-blackhole.sql",
+            &json1,
+            true,
+            &[],
+        ))?;
+        step(ctx.flink(
+            "flink: pulsar(json, 4p) → blackhole",
+            "pulsar-json-blackhole.sql",
+            &json4,
+            true,
+            &[],
+        ))?;
+        step(ctx.flink(
+            "flink: pulsar(raw, 1p) → blackhole",
+            "pulsar-raw-blackhole.sql",
+            &json1,
+            true,
+            &[],
+        ))?;
+        let rows_var = format!("ROWS={}", ctx.rows);
+        step(ctx.flink(
+            "flink: datagen → json → pulsar (1p)",
+            "datagen-json-pulsar.sql",
+            &t("flink-sink"),
+            false,
+            &[&rows_var],
+        ))?;
     }
-    match decode_bench(&root, &cargo, rows.min(200_000)) {
-        Ok(ms) => {
-            for m in ms {
-                step(Ok(m), &mut out)?;
-            }
+    Ok(out)
+}
+
+/// MB/s needs message bytes: every topic's payload bytes per message, from a bare read of the whole topic
+/// (the ceiling rows already are one; topics without a ceiling row are read here, unreported).
+fn fill_payload_bytes(ctx: &Ctx, out: &mut [Measure]) -> Result<()> {
+    let mut per_msg: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+    for m in out.iter().filter(|m| m.name.starts_with("ceiling:")) {
+        if let (Some(t), true) = (&m.topic, m.rows > 0) {
+            per_msg.insert(t.clone(), m.bytes as f64 / m.rows as f64);
         }
-        Err(e) => eprintln!("native/wasm decode bench skipped: {e:#}"),
     }
-    if started {
-        broker::stop(Profile::Default)?;
+    let missing: std::collections::BTreeSet<String> = out
+        .iter()
+        .filter_map(|m| m.topic.clone())
+        .filter(|t| !per_msg.contains_key(t))
+        .collect();
+    for topic in missing {
+        let scan = ctx
+            .ceiling("payload bytes", &topic)
+            .with_context(|| format!("reading {topic} for its payload bytes"))?;
+        if scan.rows > 0 {
+            per_msg.insert(topic, scan.bytes as f64 / scan.rows as f64);
+        }
     }
-    let table = render(&out);
-    println!("{table}");
-    if !args.smoke {
-        write_benchmarks(&root, &table, rows)?;
+    for m in out.iter_mut().filter(|m| m.bytes == 0) {
+        if let Some(b) = m.topic.as_ref().and_then(|t| per_msg.get(t)) {
+            m.bytes = (m.rows as f64 * b).round() as u64;
+        }
     }
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// The fixed-rate latency runs, ours and (when it runs) the Flink peer's, with the same settings.
+fn latency_runs(
+    ctx: &Ctx,
+    run_id: u64,
+    with_flink: bool,
+    rate: u32,
+    seconds: f64,
+    smoke: bool,
+) -> Result<Vec<latency::Latency>> {
+    let settings = latency::Settings {
+        rate,
+        // Long enough for the JVM's JIT and the backlog of Flink's start-up to be behind us.
+        warmup: if smoke { 1.0 } else { 15.0 },
+        seconds,
+        checkpoint_s: 10,
+    };
+    eprintln!(
+        "latency at {rate} msg/s: {} s warm-up, {seconds} s measured",
+        settings.warmup
+    );
+    let mut engines = vec![
+        latency::Engine::Direct,
+        latency::Engine::Ours {
+            allow_latency: None,
+        },
+        // The same job without the 20 ms mini-batch linger (a job setting, not an engine change).
+        latency::Engine::Ours {
+            allow_latency: Some("0ms"),
+        },
+    ];
+    if with_flink {
+        engines.push(latency::Engine::Flink);
+    }
+    let mut out = Vec::new();
+    for engine in engines {
+        let l = ctx.latency(engine, settings, run_id)?;
+        eprintln!(
+            "  {:<60} p50 {:>7.1} ms  p99 {:>7.1} ms  ({} msgs, in {:.0} msg/s, out {:.0} msg/s)",
+            l.name, l.p50_ms, l.p99_ms, l.count, l.rate_in, l.rate_out
+        );
+        out.push(l);
+    }
+    Ok(out)
 }
 
 /// Native vs wasm decode of the same seed rows (the `format_decode` bench of the tests crate).
@@ -590,6 +769,7 @@ fn decode_bench(root: &Path, cargo: &impl Fn() -> Command, rows: u64) -> Result<
         };
         ms.push(Measure {
             name: v["name"].as_str().unwrap_or("?").to_owned(),
+            topic: None,
             rows: v["rows"].as_u64().unwrap_or(0),
             bytes: v["bytes"].as_u64().unwrap_or(0),
             wall: v["seconds"].as_f64().unwrap_or(0.0),
@@ -681,14 +861,20 @@ fn render(ms: &[Measure]) -> String {
     );
     ratio(
         find("ours: pulsar(json, 1p)"),
-        find("ceiling: bare consumer (1p)"),
+        find("ceiling: bare consumer (json, 1p)"),
         "json 1p, ours / bare-consumer ceiling",
         &mut s,
     );
     ratio(
         find("ours: pulsar(json, 4p)"),
-        find("ceiling: bare consumer (4p)"),
+        find("ceiling: bare consumer (json, 4p)"),
         "json 4p, ours / bare-consumer ceiling",
+        &mut s,
+    );
+    ratio(
+        find("ours: pulsar(avro, 1p)"),
+        find("ceiling: bare consumer (avro, 1p)"),
+        "avro 1p, ours / bare-consumer ceiling",
         &mut s,
     );
     ratio(
@@ -706,7 +892,12 @@ fn render(ms: &[Measure]) -> String {
     s
 }
 
-fn write_benchmarks(root: &Path, table: &str, rows: u64) -> Result<()> {
+fn write_benchmarks(
+    root: &Path,
+    table: &str,
+    command: &str,
+    (load_before, load_after): (&str, &str),
+) -> Result<()> {
     let path = root.join("BENCHMARKS.md");
     let text = fs::read_to_string(&path).unwrap_or_default();
     let (begin, end) = ("<!-- bench:begin -->", "<!-- bench:end -->");
@@ -734,7 +925,7 @@ fn write_benchmarks(root: &Path, table: &str, rows: u64) -> Result<()> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
     let section = format!(
-        "{begin}\n## `cargo xtask bench` — {date}\n\nCommand: `cargo xtask bench --rows {rows}`. Machine: {cores} cores, {mem} GiB. Apache Pulsar 4.0.7 standalone (local), pulsar-connect {} (release), Flink 1.18.1 + flink-connector-pulsar 4.1.0-1.18 (`-Xmx512m`, parallelism 1). Seed order rows (4 columns, ~90-byte JSON). Reading runs count from the first row to the last; producing runs are whole processes (start-up included). CPU-s / 1M = process CPU seconds per million messages (lower is better; its inverse is messages per core).\n\n{table}{end}",
+        "{begin}\n## `cargo xtask bench` — {date}\n\nCommand: `{command}`. Machine: {cores} cores, {mem} GiB, 1-minute load average {load_before} before the run and {load_after} after it (other work on the machine competes with every number below). Apache Pulsar 4.0.7 standalone (local), pulsar-connect {} (release), Flink 1.18.1 + flink-connector-pulsar 4.1.0-1.18 (`-Xmx512m`, parallelism 1). Seed order rows (4 columns, ~90-byte JSON). Reading runs count from the first row to the last; producing runs are whole processes (start-up included). CPU-s / 1M = process CPU seconds per million messages (lower is better; its inverse is messages per core). MB/s = message payload (value) bytes per second, from a bare read of the same topic.\n\n{table}{end}",
         env!("CARGO_PKG_VERSION")
     );
     let new = match (text.find(begin), text.find(end)) {
@@ -743,7 +934,7 @@ fn write_benchmarks(root: &Path, table: &str, rows: u64) -> Result<()> {
         }
         _ => format!("{text}\n{section}\n"),
     };
-    fs::write(&path, new)?;
+    fs::write(&path, new).with_context(|| format!("writing {}", path.display()))?;
     eprintln!("wrote {}", path.display());
     Ok(())
 }

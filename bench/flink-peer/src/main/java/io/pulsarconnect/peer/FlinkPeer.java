@@ -39,7 +39,7 @@ public final class FlinkPeer {
     public static void main(String[] args) throws Exception {
         long processStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
         Map<String, String> vars = new LinkedHashMap<>();
-        String sqlFile = null, report = null;
+        String sqlFile = null, report = null, stopFile = null;
         int parallelism = 1;
         long expect = -1;
         double timeoutS = 600;
@@ -51,6 +51,7 @@ public final class FlinkPeer {
                 case "--expect": expect = Long.parseLong(args[++i]); break;
                 case "--report": report = args[++i]; break;
                 case "--timeout": timeoutS = Double.parseDouble(args[++i]); break;
+                case "--stop-file": stopFile = args[++i]; break;
                 case "--service-url": vars.put("SERVICE_URL", args[++i]); break;
                 case "--admin-url": vars.put("ADMIN_URL", args[++i]); break;
                 case "--topic": vars.put("TOPIC", args[++i]); break;
@@ -167,6 +168,10 @@ public final class FlinkPeer {
                 outcome = "timeout";
                 break;
             }
+            if (stopFile != null && Files.exists(Paths.get(stopFile))) {
+                outcome = "stopped";
+                break;
+            }
             if ((now - lastLogNs) / 1e9 >= 5) {
                 lastLogNs = now;
                 log(String.format(Locale.ROOT, "%d rows at the sink after %.1f s", count, (now - submitNs) / 1e9));
@@ -180,7 +185,7 @@ public final class FlinkPeer {
         peakHeap = Math.max(peakHeap, heapUsed);
         Map<String, Long> rssKb = procStatus();
 
-        if (outcome.equals("expected-rows") || outcome.equals("timeout")) {
+        if (outcome.equals("expected-rows") || outcome.equals("timeout") || outcome.equals("stopped")) {
             try {
                 job.cancel().get();
             } catch (Exception e) {
@@ -228,7 +233,7 @@ public final class FlinkPeer {
         deleteTree(checkpoints);
         // the MiniCluster and Pulsar client threads are not daemons: leave decisively
         System.out.flush();
-        Runtime.getRuntime().halt(outcome.equals("expected-rows") || outcome.equals("job-finished") ? 0 : 1);
+        Runtime.getRuntime().halt(outcome.equals("expected-rows") || outcome.equals("job-finished") || outcome.equals("stopped") ? 0 : 1);
     }
 
     // ------------------------------------------------------------------ helpers
@@ -364,7 +369,7 @@ public final class FlinkPeer {
     static void usage(String err) {
         if (err != null) System.err.println("error: " + err);
         System.err.println("usage: java -jar flink-peer.jar --sql FILE [--parallelism N] [--expect ROWS] [--report FILE.json]\n"
-                + "         [--timeout SECONDS] [--service-url URL] [--admin-url URL] [--topic TOPIC] [--var NAME=VALUE]...\n"
+                + "         [--timeout SECONDS] [--stop-file PATH] [--service-url URL] [--admin-url URL] [--topic TOPIC] [--var NAME=VALUE]...\n"
                 + "  ${SERVICE_URL} ${ADMIN_URL} ${TOPIC} and ${NAME} / ${NAME:-default} placeholders in FILE are replaced\n"
                 + "  (flags and --var first, then environment variables, then the default).");
         System.exit(err == null ? 0 : 2);
