@@ -218,6 +218,10 @@ impl CopyJob {
         restarts: &mut usize,
     ) -> Result<(BTreeMap<u64, usize>, String)> {
         let deadline = Instant::now() + Duration::from_secs(180);
+        // Every run gets time to start (install its signal handler, settle the restored checkpoint's
+        // transactions) before it is judged or stopped: a SIGTERM before the handler kills it outright.
+        const START_UP: Duration = Duration::from_secs(2);
+        tokio::time::sleep(START_UP).await;
         loop {
             assert!(
                 Instant::now() < deadline,
@@ -228,7 +232,7 @@ impl CopyJob {
                 // It gave up (e.g. the broker was away): restart it from its checkpoint.
                 *restarts += 1;
                 child = self.spawn();
-                tokio::time::sleep(Duration::from_secs(2)).await;
+                tokio::time::sleep(START_UP).await;
                 continue;
             }
             if !self.input_consumed() {
@@ -245,7 +249,7 @@ impl CopyJob {
             // The final checkpoint failed (a supervisor restarts the job; so do we).
             *restarts += 1;
             child = self.spawn();
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            tokio::time::sleep(START_UP).await;
         }
         let log_text = self.log_text();
         let counts = read_output(&self.broker, &self.output, N as usize).await?;

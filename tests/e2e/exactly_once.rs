@@ -72,30 +72,8 @@ async fn a_transaction_timeout_shorter_than_the_checkpoint_cycle_is_refused() ->
 async fn a_failing_exactly_once_sink_aborts_and_leaves_nothing_visible() -> Result<()> {
     let broker = TestBroker::get();
     let topic = unique_topic("eo-abort");
-    let path = topic.strip_prefix("persistent://").unwrap().to_owned();
-    broker.admin("PUT", &format!("/admin/v2/persistent/{path}"), None)?;
     // The broker refuses messages above 200 bytes on this topic: one row fails its send.
-    broker.admin(
-        "POST",
-        &format!("/admin/v2/persistent/{path}/maxMessageSize"),
-        Some("200"),
-    )?;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while broker
-        .admin(
-            "GET",
-            &format!("/admin/v2/persistent/{path}/maxMessageSize"),
-            None,
-        )
-        .map(|v| v.trim() != "200")
-        .unwrap_or(true)
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the topic policy was not applied"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    broker.create_topic_with_max_message_size(&topic, 200)?;
     let rows: Vec<String> = (0..60)
         .map(|i| {
             let filler = if i == 40 {

@@ -516,31 +516,8 @@ async fn failed_sends_go_to_the_dead_letter_topic_and_are_counted() -> Result<()
     let broker = TestBroker::get();
     let topic = unique_topic("sink-dlq-main");
     let dlq = unique_topic("sink-dlq");
-    let path = topic.strip_prefix("persistent://").unwrap();
-    broker.admin("PUT", &format!("/admin/v2/persistent/{path}"), None)?;
     // The broker refuses messages above 200 bytes on the table's topic only (a topic policy).
-    broker.admin(
-        "POST",
-        &format!("/admin/v2/persistent/{path}/maxMessageSize"),
-        Some("200"),
-    )?;
-    // Topic policies travel through a system topic: wait until the broker applies this one.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while broker
-        .admin(
-            "GET",
-            &format!("/admin/v2/persistent/{path}/maxMessageSize"),
-            None,
-        )
-        .map(|v| v.trim() != "200")
-        .unwrap_or(true)
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the topic policy was not applied"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    broker.create_topic_with_max_message_size(&topic, 200)?;
     let rows: Vec<String> = (0..20)
         .map(|i| {
             let filler = if i % 4 == 0 {

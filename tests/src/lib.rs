@@ -99,6 +99,30 @@ impl TestBroker {
         Ok(r.body)
     }
 
+    /// Creates the non-partitioned `topic` with a topic policy under which the broker refuses every
+    /// message above `bytes` (a way to make one send fail), and waits until the broker applies it (topic
+    /// policies travel through a system topic).
+    pub fn create_topic_with_max_message_size(&self, topic: &str, bytes: u32) -> Result<()> {
+        let path = topic
+            .strip_prefix("persistent://")
+            .with_context(|| format!("expected a persistent:// topic, got {topic}"))?;
+        self.admin("PUT", &format!("/admin/v2/persistent/{path}"), None)?;
+        let policy = format!("/admin/v2/persistent/{path}/maxMessageSize");
+        self.admin("POST", &policy, Some(&bytes.to_string()))?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while self
+            .admin("GET", &policy, None)
+            .map(|v| v.trim() != bytes.to_string())
+            .unwrap_or(true)
+        {
+            if std::time::Instant::now() > deadline {
+                bail!("the maxMessageSize policy of {topic} was not applied within 30 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        Ok(())
+    }
+
     /// Creates a partitioned topic (`persistent://tenant/ns/name`) with `partitions` partitions.
     pub fn create_partitioned_topic(&self, topic: &str, partitions: u32) -> Result<()> {
         let path = topic

@@ -97,15 +97,13 @@ impl TopicWriter {
             .partitions_for_topic(topic.as_str())
             .await
             .with_context(|| format!("looking up the partitions of {topic}"))?;
-        let targets: Vec<(TopicName, i32)> = if partitions == 0 {
-            vec![(topic.clone(), -1)]
+        let targets: Vec<TopicName> = if partitions == 0 {
+            vec![topic.clone()]
         } else {
-            (0..partitions)
-                .map(|i| (topic.partition(i), i as i32))
-                .collect()
+            (0..partitions).map(|i| topic.partition(i)).collect()
         };
         let mut producers = Vec::with_capacity(targets.len());
-        for (t, _) in targets {
+        for t in targets {
             let mut b = client
                 .producer(t.as_str())
                 .compression(config.compression)

@@ -494,8 +494,7 @@ impl Sink for PulsarSink {
         }
         let exactly_once = self.spec.semantic == Semantic::ExactlyOnce;
         if exactly_once {
-            self.running().await?;
-            self.recover().await?;
+            // `open` connected and settled the restored checkpoint's transactions.
             if self.txn.is_none() {
                 self.txn = Some(self.open_txn().await?);
             }
@@ -570,8 +569,6 @@ impl Sink for PulsarSink {
     async fn flush(&mut self, id: u64) -> Result<serde_json::Value> {
         let semantic = self.spec.semantic;
         if semantic == Semantic::ExactlyOnce {
-            self.running().await?;
-            self.recover().await?;
             let table = self.spec.cfg.table.clone();
             if let Some(run) = self.running.as_mut() {
                 // Pre-commit: every send of the period acknowledged (inside its transaction).
