@@ -49,6 +49,16 @@ enum Command {
         /// The job file.
         job: PathBuf,
     },
+    /// List the durable subscriptions the job's sources keep on the broker (named after the job id), or
+    /// remove them with --drop (the job must not be running): the next run starts at its configured
+    /// startup mode unless it restores a checkpoint.
+    Subscriptions {
+        /// The job file.
+        job: PathBuf,
+        /// Delete them.
+        #[arg(long)]
+        drop: bool,
+    },
     /// Inspect and validate a plugin directory.
     #[command(subcommand)]
     Plugins(pulsar_connect::cli::plugins::PluginsCommand),
@@ -110,6 +120,32 @@ fn main() -> ExitCode {
                         eprintln!("error: {}: {e}", path.display());
                     }
                     ExitCode::from(EXIT_INVALID)
+                }
+            }
+        }),
+        Command::Subscriptions { job: path, drop } => rt.block_on(async move {
+            let j = match job::load(&path, &registry).await {
+                Ok(j) => j,
+                Err(errors) => {
+                    for e in &errors.0 {
+                        eprintln!("error: {}: {e}", path.display());
+                    }
+                    return ExitCode::from(EXIT_INVALID);
+                }
+            };
+            match pulsar_connect::cli::subscriptions::run(&j, drop).await {
+                Ok(lines) => {
+                    if lines.is_empty() {
+                        println!("job {}: no subscriptions on the broker", j.job_id);
+                    }
+                    for l in lines {
+                        println!("{l}");
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e:#}", path.display());
+                    ExitCode::from(EXIT_RUNTIME)
                 }
             }
         }),

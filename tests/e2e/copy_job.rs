@@ -52,20 +52,23 @@ INSERT INTO dst SELECT seq, payload FROM src;",
     )
 }
 
-pub fn spawn(job: &Path, state: &Path, log: &Path) -> Child {
+/// Runs the binary on `job`, with `state` as its state directory (or none: every run starts from scratch,
+/// as on another machine).
+pub fn spawn(job: &Path, state: Option<&Path>, log: &Path) -> Child {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .unwrap();
-    Command::new(binary())
-        .arg("--plugin-dir")
+    let mut cmd = Command::new(binary());
+    cmd.arg("--plugin-dir")
         .arg(pulsar_connect_tests::jobs::plugin_dir())
         .arg("run")
-        .arg(job)
-        .arg("--state-dir")
-        .arg(state)
-        .stdout(Stdio::null())
+        .arg(job);
+    if let Some(state) = state {
+        cmd.arg("--state-dir").arg(state);
+    }
+    cmd.stdout(Stdio::null())
         .stderr(Stdio::from(log))
         .spawn()
         .unwrap()
@@ -144,6 +147,8 @@ pub struct CopyJob {
     pub output: String,
     job: PathBuf,
     state: PathBuf,
+    /// Runs without the state directory (restarts from scratch).
+    pub stateless: bool,
     pub log: PathBuf,
     _tmp: tempfile::TempDir,
 }
@@ -168,6 +173,7 @@ impl CopyJob {
         )?;
         Ok(CopyJob {
             state: tmp.path().join("state"),
+            stateless: false,
             log: tmp.path().join("job.log"),
             job,
             broker,
@@ -179,7 +185,8 @@ impl CopyJob {
 
     /// Starts the binary on the job (restoring from the state dir when it holds a checkpoint).
     pub fn spawn(&self) -> Child {
-        spawn(&self.job, &self.state, &self.log)
+        let state = (!self.stateless).then_some(self.state.as_path());
+        spawn(&self.job, state, &self.log)
     }
 
     pub fn log_text(&self) -> String {
@@ -269,7 +276,14 @@ pub async fn copy_with_kills(
     semantic: &str,
     rounds: usize,
 ) -> Result<(BTreeMap<u64, usize>, String)> {
-    let job = CopyJob::new(semantic).await?;
+    copy_with_kills_from(&CopyJob::new(semantic).await?, rounds).await
+}
+
+/// [`copy_with_kills`] for a prepared job (e.g. one without a state directory).
+pub async fn copy_with_kills_from(
+    job: &CopyJob,
+    rounds: usize,
+) -> Result<(BTreeMap<u64, usize>, String)> {
     let mut seed = now_ms();
     for round in 0..rounds {
         let mut child = job.spawn();

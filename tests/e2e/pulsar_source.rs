@@ -321,6 +321,163 @@ async fn a_restored_job_resumes_after_the_last_emitted_message() -> Result<()> {
     Ok(())
 }
 
+/// `enable-key-hash-range` with `scan.parallelism` = 3: every partition is read by three Key_Shared readers,
+/// each owning a third of the key hash space; together they read every message once, each key in order,
+/// and a restored job resumes every (partition, range) after what it emitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_hash_ranges_split_the_keys_across_readers() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("src-keys");
+    broker.create_partitioned_topic(&topic, 2)?;
+    let client = broker.client().await?;
+    let state = tempfile::tempdir()?;
+    let keyed = |range: std::ops::Range<u32>| {
+        range.map(|i| {
+            OutgoingMessage::with_payload(order(i).into_bytes()).key(format!("customer-{}", i % 30))
+        })
+    };
+    // Message i goes to partition i % 2 (so every key lives on one partition). Unbatched: Key_Shared
+    // dispatches a batch by its first key, so producers feeding key ranges must batch by key (Pulsar's
+    // rule for Key_Shared, documented with the option).
+    let produce = |range: std::ops::Range<u32>| {
+        let client = &client;
+        let topic = topic.clone();
+        async move {
+            for p in 0..2u32 {
+                let producer = client
+                    .producer(format!("{topic}-partition-{p}"))
+                    .create()
+                    .await?;
+                let sends: Vec<_> = keyed(range.clone())
+                    .enumerate()
+                    .filter(|(k, _)| (range.start + *k as u32) % 2 == p)
+                    .map(|(_, m)| producer.send(m.into()))
+                    .collect();
+                futures::future::try_join_all(sends).await?;
+                producer.close().await?;
+            }
+            anyhow::Ok(())
+        }
+    };
+    produce(0..300).await?;
+    let sql = job(
+        &broker,
+        &format!("'topic' = '{topic}'"),
+        ",\n'scan.startup.mode' = 'earliest', 'enable-key-hash-range' = 'true', 'scan.parallelism' = '3'",
+    )
+    .replace(
+        "INSERT INTO out SELECT order_id, order_status FROM src;",
+        "INSERT INTO out SELECT order_id, order_customer_id FROM src;",
+    )
+    .replace("order_status VARCHAR) WITH ('connector' = 'collect')", "cust BIGINT) WITH ('connector' = 'collect')");
+    let job1 = RunningJob::start(&sql, Some(state.path())).await?;
+    let rows = job1.wait_rows(300, WAIT).await?;
+    // Three Key_Shared range subscriptions per partition, sharing the partition's messages.
+    for p in 0..2 {
+        let path = format!("{topic}-partition-{p}");
+        let path = path.strip_prefix("persistent://").unwrap();
+        let stats: serde_json::Value = serde_json::from_str(&broker.admin(
+            "GET",
+            &format!("/admin/v2/persistent/{path}/stats"),
+            None,
+        )?)?;
+        let subs = stats["subscriptions"].as_object().expect("subscriptions");
+        let ranges: Vec<(&String, u64)> = subs
+            .iter()
+            .filter(|(name, _)| name.contains("-keys-"))
+            .map(|(name, s)| {
+                assert_eq!(s["type"], "Key_Shared", "{name}");
+                (name, s["msgOutCounter"].as_u64().unwrap_or(0))
+            })
+            .collect();
+        assert_eq!(ranges.len(), 3, "partition {p}: {subs:?}");
+        let delivered: u64 = ranges.iter().map(|(_, n)| n).sum();
+        assert_eq!(
+            delivered,
+            stats["msgInCounter"].as_u64().unwrap(),
+            "partition {p}: every message delivered to exactly one range: {ranges:?}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (_, more) = job1.stop().await?;
+    assert_eq!(more.len(), rows.len(), "nothing read twice");
+    assert_eq!(ids(&rows), (0..300).collect::<Vec<_>>());
+    // Per key, in publish order (a key lives on one partition and in one range).
+    let mut last_of_key: std::collections::HashMap<u32, u32> = Default::default();
+    for id in rows.iter().map(|r| ids(std::slice::from_ref(r))[0]) {
+        if let Some(prev) = last_of_key.insert(id % 30, id) {
+            assert!(
+                prev < id,
+                "key customer-{} out of order: {prev} then {id}",
+                id % 30
+            );
+        }
+    }
+    // Written while the job is down; the restored readers continue after what they emitted.
+    produce(300..400).await?;
+    let job2 = RunningJob::start(&sql, Some(state.path())).await?;
+    job2.wait_rows(100, WAIT).await?;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (_, rows) = job2.stop().await?;
+    assert_eq!(ids(&rows), (300..400).collect::<Vec<_>>());
+    Ok(())
+}
+
+/// `pulsar-connect subscriptions job.sql [--drop]`: the job's durable subscriptions are listed, dropped, and
+/// gone from the broker afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subscriptions_command_lists_and_drops_the_jobs_subscriptions() -> Result<()> {
+    use pulsar_connect::cli::subscriptions;
+    let broker = TestBroker::get();
+    let topic = unique_topic("src-subs");
+    broker.create_partitioned_topic(&topic, 2)?;
+    let client = broker.client().await?;
+    send_orders(&client, &format!("{topic}-partition-0"), 0..3).await?;
+    send_orders(&client, &format!("{topic}-partition-1"), 3..5).await?;
+    let sql = format!(
+        "SET 'pipeline.name' = 'subs-{}';\n{}",
+        now_ms(),
+        job(
+            &broker,
+            &format!("'topic' = '{topic}'"),
+            ",\n'scan.startup.mode' = 'earliest'"
+        )
+    );
+    let job1 = RunningJob::start(&sql, None).await?;
+    job1.wait_rows(5, WAIT).await?;
+    job1.stop().await?;
+    let (registry, _) = pulsar_connect_tests::jobs::registry();
+    let loaded = match pulsar_connect::job::load_text(&sql, &registry).await {
+        Ok(j) => j,
+        Err(e) => panic!("{}", e.0.join("; ")),
+    };
+    let listed = subscriptions::run(&loaded, false).await?;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for p in 0..2 {
+        assert!(
+            listed.iter().any(|l| l.contains(&format!(
+                "{topic}-partition-{p} subscription 'pulsar-connect-subs-"
+            ))),
+            "{listed:?}"
+        );
+    }
+    let dropped = subscriptions::run(&loaded, true).await?;
+    assert_eq!(dropped.len(), 2, "{dropped:?}");
+    assert!(dropped.iter().all(|l| l.contains("dropped")), "{dropped:?}");
+    assert!(subscriptions::run(&loaded, false).await?.is_empty());
+    let path = format!("{topic}-partition-0");
+    let stats = broker.admin(
+        "GET",
+        &format!(
+            "/admin/v2/persistent/{}/stats",
+            path.strip_prefix("persistent://").unwrap()
+        ),
+        None,
+    )?;
+    assert!(!stats.contains("pulsar-connect-subs-"), "{stats}");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topic_lists_and_patterns_pick_up_new_topics_and_partitions() -> Result<()> {
     let broker = TestBroker::get();

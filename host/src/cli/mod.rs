@@ -1,3 +1,4 @@
 //! Command-line subcommands that are more than a line in `main.rs`.
 
 pub mod plugins;
+pub mod subscriptions;

@@ -69,7 +69,15 @@ pub async fn resolve_latest(
     split: &Split,
     subscription: &str,
 ) -> Result<StartPosition> {
-    let consumer = subscribe(client, split, subscription).await?;
+    // A non-durable probe: the job's own subscription is created (or moved) by the reader.
+    let consumer = client
+        .consumer(split.topic.as_str())
+        .subscription(format!("{subscription}-latest-probe"))
+        .subscription_type(SubType::Exclusive)
+        .durable(false)
+        .subscribe()
+        .await
+        .with_context(|| format!("probing the last message of {}", split.topic))?;
     let last = consumer
         .last_message_id()
         .await
@@ -92,8 +100,30 @@ pub fn compare_positions(a: &MessageId, b: &MessageId) -> Ordering {
     (a.ledger_id, a.entry_id, a.batch_index).cmp(&(b.ledger_id, b.entry_id, b.batch_index))
 }
 
-async fn subscribe(client: &PulsarClient, split: &Split, subscription: &str) -> Result<Consumer> {
-    subscribe_at(client, split, subscription, InitialPosition::Earliest).await
+/// A share of the key hash space `[0, 65535]` (Pulsar's Key_Shared sticky ranges, both ends inclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyRange {
+    pub start: u16,
+    pub end: u16,
+}
+
+/// `readers` even shares of the key hash space; the first `65536 % readers` get one slot more (as the
+/// reference's `distributeRange`).
+pub fn key_ranges(readers: u16) -> Vec<KeyRange> {
+    let n = u32::from(readers.max(1));
+    let (size, extra) = (65_536 / n, 65_536 % n);
+    let mut start = 0u32;
+    (0..n)
+        .map(|i| {
+            let len = size + u32::from(i < extra);
+            let r = KeyRange {
+                start: start as u16,
+                end: (start + len - 1) as u16,
+            };
+            start += len;
+            r
+        })
+        .collect()
 }
 
 async fn subscribe_at(
@@ -101,14 +131,27 @@ async fn subscribe_at(
     split: &Split,
     subscription: &str,
     initial: InitialPosition,
+    range: Option<KeyRange>,
 ) -> Result<Consumer> {
-    client
+    let mut b = client
         .consumer(split.topic.as_str())
         .subscription(subscription)
-        .subscription_type(SubType::Exclusive)
         .initial_position(initial)
-        .receiver_queue_size(2_000)
-        .subscribe()
+        .receiver_queue_size(2_000);
+    b = match range {
+        None => b.subscription_type(SubType::Exclusive),
+        // A key range is read like the reference's range readers: a non-durable Key_Shared subscription
+        // of its own whose sticky range is the share (the broker dispatches only the keys hashing into it).
+        Some(r) => b
+            .subscription_type(SubType::KeyShared)
+            .durable(false)
+            .key_shared_policy(magnetar::proto::KeySharedConfig {
+                mode: magnetar::proto::pb::KeySharedMode::Sticky,
+                sticky_hash_ranges: vec![(i32::from(r.start), i32::from(r.end))],
+                allow_out_of_order_delivery: false,
+            }),
+    };
+    b.subscribe()
         .await
         .with_context(|| format!("subscribing '{subscription}' to {}", split.topic))
 }
@@ -150,6 +193,12 @@ pub struct SplitReader {
     last_complete_entry: Option<MessageId>,
     /// Where this reader started (what a checkpoint records before anything was emitted).
     start: StartPosition,
+    /// The share of the key hash space this reader reads (`enable-key-hash-range`); `None`: every key.
+    range: Option<KeyRange>,
+    /// Hand out whole entries only (see [`Self::whole_entries`]).
+    whole_entries: bool,
+    /// The received members of an entry not yet complete (held back when `whole_entries`).
+    carry: Vec<IncomingMessage>,
 }
 
 impl SplitReader {
@@ -161,18 +210,42 @@ impl SplitReader {
         start: StartPosition,
         on_data_loss: DataLossPolicy,
     ) -> Result<SplitReader> {
+        Self::open_range(client, split, subscription, start, on_data_loss, None).await
+    }
+
+    /// [`Self::open`] for the keys hashing into `range` only (through a non-durable Key_Shared
+    /// subscription named after the range, so nothing is left behind and nothing is committed).
+    pub async fn open_range(
+        client: &PulsarClient,
+        split: Split,
+        subscription: &str,
+        start: StartPosition,
+        on_data_loss: DataLossPolicy,
+        range: Option<KeyRange>,
+    ) -> Result<SplitReader> {
+        let owned;
+        let subscription = match range {
+            Some(r) => {
+                owned = format!("{subscription}-keys-{}-{}", r.start, r.end);
+                owned.as_str()
+            }
+            None => subscription,
+        };
         let initial = match start {
             StartPosition::SubscriptionCursor {
                 from_earliest: false,
             } => InitialPosition::Latest,
             _ => InitialPosition::Earliest,
         };
-        let consumer = subscribe_at(client, &split, subscription, initial).await?;
+        let consumer = subscribe_at(client, &split, subscription, initial, range).await?;
         let mut start = start;
         let mut skip_through = None;
         match &start {
             // The subscription's own cursor is the position: nothing to move.
             StartPosition::SubscriptionCursor { .. } => {}
+            // A key range's non-durable subscription is new: it already starts at the earliest message
+            // (a seek would make the broker dispatch the first messages twice).
+            StartPosition::Earliest if range.is_some() => {}
             StartPosition::Earliest => consumer.seek_to_earliest().await?,
             StartPosition::Latest => consumer.seek_to_latest().await?,
             StartPosition::Timestamp { millis } => consumer.seek_to_timestamp(*millis).await?,
@@ -244,11 +317,42 @@ impl SplitReader {
             last_emitted: None,
             last_complete_entry: None,
             start,
+            range,
+            whole_entries: false,
+            carry: Vec::new(),
         })
+    }
+
+    /// Hands out whole entries only: the members of a batch that has not been received completely are held
+    /// back until it has, so every position handed out is the end of an entry and a cumulative ack
+    /// through it covers exactly what was handed out (the source's acknowledgements inside a transaction).
+    pub fn whole_entries(&mut self) {
+        self.whole_entries = true;
+    }
+
+    /// A handle to the subscription's consumer (acknowledgements from elsewhere, e.g. a sink's
+    /// transaction).
+    pub fn consumer(&self) -> &Consumer {
+        &self.consumer
+    }
+
+    /// The last message handed out, when it ends an entry (always, with [`Self::whole_entries`]).
+    pub fn last_whole_entry(&self) -> Option<MessageId> {
+        self.last_complete_entry
     }
 
     pub fn split(&self) -> &Split {
         &self.split
+    }
+
+    /// What a checkpoint keys this reader's position by: the split's topic, with the key range when
+    /// there is one (`<topic>#keys=<start>-<end>`).
+    pub fn key(&self) -> String {
+        state_key(&self.split, self.range)
+    }
+
+    pub fn range(&self) -> Option<KeyRange> {
+        self.range
     }
 
     /// Up to `max` messages, waiting at most `wait` for the first one. Cancel safe.
@@ -258,14 +362,14 @@ impl SplitReader {
             .receive_batch(max, wait)
             .await
             .with_context(|| format!("receiving from {}", self.split.topic))?;
-        let mut floor = match (self.last_emitted, self.skip_through) {
-            (Some(a), Some(b)) => Some(if compare_positions(&a, &b) == Ordering::Greater {
-                a
-            } else {
-                b
-            }),
-            (a, b) => a.or(b),
-        };
+        let mut floor = [
+            self.last_emitted,
+            self.skip_through,
+            self.carry.last().map(|m| m.message_id),
+        ]
+        .into_iter()
+        .flatten()
+        .max_by(compare_positions);
         let before = batch.len();
         batch.retain(|m| {
             let newer =
@@ -277,6 +381,27 @@ impl SplitReader {
         });
         if batch.len() < before {
             tracing::debug!(split = %self.split.topic, dropped = before - batch.len(), "dropped replayed messages");
+        }
+        if self.whole_entries {
+            if !self.carry.is_empty() {
+                let mut joined = std::mem::take(&mut self.carry);
+                joined.append(&mut batch);
+                batch = joined;
+            }
+            // The members of the last entry, when it is not complete yet, wait for the rest.
+            if let Some(last) = batch.last().map(|m| m.message_id)
+                && last.batch_index >= 0
+                && last.batch_index + 1 < last.batch_size
+            {
+                let first_of_entry = batch
+                    .iter()
+                    .rposition(|m| {
+                        (m.message_id.ledger_id, m.message_id.entry_id)
+                            != (last.ledger_id, last.entry_id)
+                    })
+                    .map_or(0, |i| i + 1);
+                self.carry = batch.split_off(first_of_entry);
+            }
         }
         for m in &batch {
             let id = m.message_id;
@@ -308,6 +433,10 @@ impl SplitReader {
     /// Commits `checkpoint` (a value of [`Self::position`] taken at a completed checkpoint) to the durable
     /// subscription: a cumulative ack through its last complete entry.
     pub async fn commit(&self, checkpoint: &SplitCheckpoint) -> Result<()> {
+        if self.range.is_some() {
+            // A non-durable range subscription: nothing to commit (the checkpoint holds the position).
+            return Ok(());
+        }
         if let Some(id) = &checkpoint.commit_through {
             let id = position_id(id, &self.split)?;
             self.consumer.ack_cumulative(id).await.with_context(|| {
@@ -389,6 +518,14 @@ impl SplitSet {
     }
 }
 
+/// The checkpoint key of a split read whole (its topic) or by key range.
+pub fn state_key(split: &Split, range: Option<KeyRange>) -> String {
+    match range {
+        None => split.topic.to_string(),
+        Some(r) => format!("{}#keys={}-{}", split.topic, r.start, r.end),
+    }
+}
+
 /// Parses a recorded position and checks it belongs to the split.
 fn position_id(text: &str, split: &Split) -> Result<MessageId> {
     let mut id = parse_message_id(text)?;
@@ -435,6 +572,44 @@ mod tests {
             compare_positions(&id(1, 2, -1), &id(1, 2, 0)),
             Ordering::Less
         );
+    }
+
+    #[test]
+    fn key_ranges_cover_the_hash_space_evenly() {
+        assert_eq!(
+            key_ranges(1),
+            vec![KeyRange {
+                start: 0,
+                end: 65535
+            }]
+        );
+        let three = key_ranges(3);
+        assert_eq!(
+            three,
+            vec![
+                KeyRange {
+                    start: 0,
+                    end: 21845
+                },
+                KeyRange {
+                    start: 21846,
+                    end: 43690
+                },
+                KeyRange {
+                    start: 43691,
+                    end: 65535
+                },
+            ]
+        );
+        for n in [2u16, 5, 7, 1000] {
+            let r = key_ranges(n);
+            assert_eq!(r.len(), n as usize);
+            assert_eq!(r[0].start, 0);
+            assert_eq!(r.last().unwrap().end, 65535);
+            for w in r.windows(2) {
+                assert_eq!(w[0].end as u32 + 1, w[1].start as u32);
+            }
+        }
     }
 
     #[test]

@@ -155,6 +155,7 @@ pub async fn run(
             job_id: opts.job_id.clone(),
             pipeline_id: plan.id.clone(),
             sink_dropped: metrics.sink_dropped.with_label_values(&[plan.sink.name()]),
+            link: Arc::new(crate::connectors::PipelineLink::default()),
         };
         source.set_context(&ctx);
         sink.set_context(&ctx);
@@ -282,6 +283,12 @@ pub async fn run(
                         return Err(anyhow!("the final checkpoint {} did not complete within {:?}", f.id, settings.checkpoint_timeout));
                     }
                     warn!(checkpoint = f.id, "checkpoint timed out after {:?}", settings.checkpoint_timeout);
+                    if stopping {
+                        // A stop arrived while this one was in flight: the final checkpoint is still owed.
+                        trigger(next_id, true);
+                        inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: true });
+                        next_id += 1;
+                    }
                 }
                 ev = ev_rx.recv() => {
                     let Some(ev) = ev else { return Err(anyhow!("all pipeline tasks ended unexpectedly")) };

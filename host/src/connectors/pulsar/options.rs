@@ -62,6 +62,7 @@ pub const COMMIT_RETRIES: &str = "commit-max-retries";
 pub const FAIL_ON_DATA_LOSS: &str = "pulsar.reader.fail-on-data-loss";
 pub const EARLIEST_ON_DATA_LOSS: &str = "pulsar.reader.use-earliest-when-data-loss";
 pub const KEY_HASH_RANGE: &str = "enable-key-hash-range";
+pub const SCAN_PARALLELISM: &str = "scan.parallelism";
 pub const SUBSCRIPTION_PREFIX: &str = "pulsar.reader.subscription-role-prefix";
 pub const RECEIVER_QUEUE: &str = "pulsar.reader.receiver-queue-size";
 pub const SEND_TIMEOUT: &str = "send-timeout-ms";
@@ -160,7 +161,14 @@ pub static SETTINGS: &[Setting] = &[
         &["enablekeyhashrange"],
         OptionKind::Bool,
         Some("false"),
-        "Source: accepted; pulsar-connect runs one reader per split and needs no key ranges, so `true` reads exactly what `false` reads (documented no-op).",
+        "Source: read every split through `scan.parallelism` readers, each owning an even share of the key hash space [0, 65535] (Pulsar Key_Shared sticky ranges on non-durable subscriptions, as the reference's range readers); every message is read by exactly one of them, in order per key (Key_Shared dispatches a batch by its first key: producers must batch by key, as Pulsar requires for Key_Shared). Positions are checkpointed per split and range; nothing is committed to a subscription, and exactly-once sinks keep their positions in the checkpoint (not in the transaction).",
+    ),
+    setting(
+        SCAN_PARALLELISM,
+        &["scan-parallelism"],
+        POSITIVE,
+        Some("1"),
+        "Source: how many key-range readers read each split with `enable-key-hash-range` (at most 1024). Without key ranges one reader per split reads every key and the value is not used.",
     ),
     setting(
         SUBSCRIPTION_PREFIX,
@@ -327,10 +335,9 @@ fn top_level_decls() -> Vec<OptionDecl> {
         OptionDecl::enumeration("value.fields-include", &["ALL", "EXCEPT_KEY"], "Whether the value carries the key columns too.").default("ALL"),
         OptionDecl::string("sink.message-router", "Sink: router plugin (`key-hash`, `round-robin` or a router of the plugin directory); unset = Pulsar's default routing (`round-robin`). Router options: `sink.message-router.<option>`."),
         OptionDecl::string("sink.message-router.*", "Options passed to the router plugin."),
-        OptionDecl::enumeration("sink.semantic", &["at-least-once", "exactly-once", "none"], "Sink delivery guarantee.").default("at-least-once"),
+        OptionDecl::enumeration("sink.semantic", &["at-least-once", "exactly-once", "none"], "Sink delivery guarantee. `exactly-once`: a Pulsar transaction per checkpoint (readers see rows when the checkpoint completes); when the INSERT reads a Pulsar table with `admin-url`, the source's acknowledgements go into the same transaction, so the job resumes exactly where its committed output ends even without its state directory (docs/adr/0008).").default("at-least-once"),
         OptionDecl::string("sink.dead-letter-topic", "Sink, `fail-on-write` = false: topic receiving the rows whose send failed (payload, key and properties kept, plus `pulsar-connect.error`)."),
         OptionDecl::int("sink.parallelism", 1, 1, "Accepted for compatibility with Flink; one writer per INSERT."),
-        OptionDecl::int("scan.parallelism", 1, 1, "Accepted for compatibility with Flink; one reader task per INSERT (all splits)."),
         OptionDecl::string("inlong.metric.labels", "InLong: accepted, not used."),
         OptionDecl::string("metrics.audit.key", "InLong: accepted, not used."),
         OptionDecl::string("metrics.audit.proxy.hosts", "InLong: accepted, not used."),

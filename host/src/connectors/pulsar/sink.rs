@@ -16,6 +16,7 @@ use tracing::{error, info, warn};
 use super::config::{FormatSpec, TableConfig};
 use super::layout::ColumnSource;
 use super::options as opt;
+use super::txn_acks::TxnAcks;
 use crate::connectors::{PipelineContext, Sink};
 use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::messages::PropertyBatchBuilder;
@@ -85,6 +86,8 @@ pub struct PulsarSink {
     pending: std::collections::VecDeque<(u64, Transaction)>,
     /// Exactly-once: what a restored checkpoint says to commit and abort (done on connect).
     recover: Option<TxnState>,
+    /// Exactly-once with a linked Pulsar source: its acknowledgements go into the transactions.
+    txn_acks: Option<Arc<TxnAcks>>,
 }
 
 impl PulsarSink {
@@ -98,7 +101,57 @@ impl PulsarSink {
             txn: None,
             pending: std::collections::VecDeque::new(),
             recover: None,
+            txn_acks: None,
         }
+    }
+
+    /// Linked: commits every pre-committed transaction still open (their checkpoints timed out; the
+    /// subscription's cursor moves with them, so committing early keeps output and input together), then
+    /// acknowledges the source's positions of checkpoint `id` in the current transaction.
+    async fn ack_source_in_txn(&mut self, acks: &TxnAcks, id: u64) -> Result<()> {
+        let table = self.spec.cfg.table.clone();
+        while let Some((cid, txn)) = self.pending.pop_front() {
+            let run = self.running().await?;
+            run.client.commit_transaction(txn).await.map_err(|e| {
+                anyhow!(
+                    "table '{table}': committing the transaction {} of checkpoint {cid}: {e}",
+                    TxnRef(txn.id())
+                )
+            })?;
+        }
+        let positions = acks.take(id);
+        if positions.is_empty() {
+            return Ok(());
+        }
+        if self.txn.is_none() {
+            self.txn = Some(self.open_txn().await?);
+        }
+        let txn = self.txn.expect("opened above");
+        let run = self.running().await?;
+        for p in positions {
+            run.client
+                .register_subscription_to_transaction(txn, p.topic.clone(), p.subscription.clone())
+                .await
+                .map_err(|e| {
+                    anyhow!(
+                        "table '{table}': adding subscription '{}' of {} to the transaction: {e}",
+                        p.subscription,
+                        p.topic
+                    )
+                })?;
+            p.consumer
+                .ack_cumulative_with_txn(p.through, txn.id())
+                .await
+                .map_err(|e| {
+                    anyhow!(
+                        "table '{table}': acknowledging {} of {} in transaction {}: {e}",
+                        crate::pulsar::message_id::format_message_id(&p.through),
+                        p.topic,
+                        TxnRef(txn.id())
+                    )
+                })?;
+        }
+        Ok(())
     }
 
     fn txn_timeout(&self) -> Duration {
@@ -476,16 +529,30 @@ fn now_ms() -> i64 {
 impl Sink for PulsarSink {
     fn set_context(&mut self, ctx: &PipelineContext) {
         self.dropped_metric = Some(ctx.sink_dropped.clone());
+        if self.spec.semantic == Semantic::ExactlyOnce
+            && let Some(acks) = ctx.link.get::<TxnAcks>()
+        {
+            acks.claim();
+            info!(table = %self.spec.cfg.table, "the Pulsar source's acknowledgements go into this sink's transactions");
+            self.txn_acks = Some(acks);
+        }
     }
 
     /// Connects at start, so a wrong URL, a missing topic or an incompatible topic schema fails the job
     /// before any row is read; exactly-once also settles the restored checkpoint's transactions here.
     async fn open(&mut self) -> Result<()> {
-        self.running().await?;
-        if self.spec.semantic == Semantic::ExactlyOnce {
-            self.recover().await?;
+        let opened = async {
+            self.running().await?;
+            if self.spec.semantic == Semantic::ExactlyOnce {
+                self.recover().await?;
+            }
+            Ok(())
         }
-        Ok(())
+        .await;
+        if let Some(acks) = &self.txn_acks {
+            acks.set_recovered(opened.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")));
+        }
+        opened
     }
 
     async fn write(&mut self, batch: RecordBatch) -> Result<()> {
@@ -577,6 +644,9 @@ impl Sink for PulsarSink {
                         "table '{table}': the checkpoint's transaction could not be written"
                     ))
                 })?;
+            }
+            if let Some(acks) = self.txn_acks.clone() {
+                self.ack_source_in_txn(&acks, id).await?;
             }
             let current = self.txn.take();
             let next = self.open_txn().await?;

@@ -28,14 +28,17 @@ use tracing::{info, warn};
 use super::config::{FormatSpec, Startup, TableConfig};
 use super::layout::{ColumnSource, Layout};
 use super::options as opt;
+use super::txn_acks::{SplitAck, TxnAcks, stale_transactions};
 use crate::connectors::{PipelineContext, Source, SourcePoll};
 use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef};
 use crate::pulsar::message_id::{format_message_id, parse_message_id};
 use crate::pulsar::reader::{
-    DataLossPolicy, SplitCheckpoint, SplitReader, SplitSet, StartPosition, resolve_latest,
+    DataLossPolicy, KeyRange, SplitCheckpoint, SplitReader, SplitSet, StartPosition, key_ranges,
+    resolve_latest, state_key,
 };
 use crate::pulsar::topics::{Discovery, Split, TopicSelection};
+use crate::pulsar::transactions::{TxnCoordinator, TxnRef};
 use crate::pulsar::{admin, message, metadata};
 
 /// Reason prefix of a row error that is a deliberate skip by the format (the SDK's convention).
@@ -105,6 +108,11 @@ pub struct PulsarSource {
     emitted: BTreeMap<String, SplitCheckpoint>,
     snapshots: VecDeque<(u64, BTreeMap<String, SplitCheckpoint>)>,
     skipped: u64,
+    /// Offered to the pipeline's sink (with an `admin-url` only); claimed by an exactly-once Pulsar sink,
+    /// the acknowledgements go into its transactions ([`super::txn_acks`]).
+    txn_acks: Option<Arc<TxnAcks>>,
+    /// Linked to the sink's transactions: per split, the last position handed to it.
+    published: BTreeMap<String, magnetar::MessageId>,
 }
 
 impl PulsarSource {
@@ -128,7 +136,14 @@ impl PulsarSource {
             emitted: BTreeMap::new(),
             snapshots: VecDeque::new(),
             skipped: 0,
+            txn_acks: None,
+            published: BTreeMap::new(),
         }
+    }
+
+    /// The acknowledgements go into the sink's transactions.
+    fn linked(&self) -> Option<Arc<TxnAcks>> {
+        self.txn_acks.clone().filter(|a| a.is_claimed())
     }
 
     async fn running(&mut self) -> Result<&mut Running> {
@@ -138,16 +153,16 @@ impl PulsarSource {
                     let spec = self.spec.clone();
                     let sub = self.subscription.clone();
                     let restored = self.restored.clone();
-                    self.stage = Stage::Connecting(tokio::spawn(connect(spec, sub, restored)));
+                    let linked = self.linked();
+                    self.stage =
+                        Stage::Connecting(tokio::spawn(connect(spec, sub, restored, linked)));
                 }
                 Stage::Connecting(handle) => {
                     let joined = handle.await;
                     self.stage = Stage::Idle;
                     let running = joined.map_err(|e| anyhow!("connecting task failed: {e}"))??;
                     for r in running.splits.readers() {
-                        self.emitted
-                            .entry(r.split().topic.to_string())
-                            .or_insert_with(|| r.position());
+                        self.emitted.entry(r.key()).or_insert_with(|| r.position());
                     }
                     self.stage = Stage::Running(Box::new(running));
                 }
@@ -177,6 +192,14 @@ impl Source for PulsarSource {
                 self.spec.cfg.table
             );
         }
+        // Acknowledging inside a sink's transaction needs the admin API at start (finding the
+        // transactions of crashed runs, the subscriptions that exist) and durable subscriptions (key
+        // ranges are read through non-durable ones).
+        if self.spec.cfg.admin_url.is_some() && !self.spec.cfg.settings.bool(opt::KEY_HASH_RANGE) {
+            let acks = Arc::new(TxnAcks::default());
+            ctx.link.offer(acks.clone());
+            self.txn_acks = Some(acks);
+        }
     }
 
     fn restore(&mut self, state: serde_json::Value) -> Result<()> {
@@ -197,6 +220,8 @@ impl Source for PulsarSource {
         let interval = discovery_interval(&self.spec.cfg);
         let sub = self.subscription.clone();
         let policy = self.spec.cfg.data_loss();
+        let whole_entries = self.linked().is_some();
+        let ranges = reader_ranges(&self.spec.cfg);
         let run = self.running().await?;
 
         // Splits found by discovery join the set.
@@ -223,10 +248,21 @@ impl Source for PulsarSource {
                 let new = discovery.new_splits(&client, admin.as_ref()).await?;
                 let mut readers = Vec::new();
                 for split in new {
-                    readers.push(
-                        SplitReader::open(&client, split, &sub, StartPosition::Earliest, policy)
-                            .await?,
-                    );
+                    for range in &ranges {
+                        let mut r = SplitReader::open_range(
+                            &client,
+                            split.clone(),
+                            &sub,
+                            StartPosition::Earliest,
+                            policy,
+                            *range,
+                        )
+                        .await?;
+                        if whole_entries {
+                            r.whole_entries();
+                        }
+                        readers.push(r);
+                    }
                 }
                 Ok((discovery, readers))
             }));
@@ -239,6 +275,7 @@ impl Source for PulsarSource {
             };
             let reader = &run.splits.readers()[i];
             let split = reader.split().clone();
+            let key = reader.key();
             let position = reader.position();
             let decoders = run
                 .decoders
@@ -249,6 +286,7 @@ impl Source for PulsarSource {
                 schema,
                 layout,
                 split,
+                key,
                 position,
                 msgs,
             };
@@ -279,6 +317,31 @@ impl Source for PulsarSource {
     }
 
     fn snapshot_for(&mut self, id: u64) -> Result<serde_json::Value> {
+        if let (Some(acks), Stage::Running(run)) = (self.linked(), &self.stage) {
+            // Everything emitted so far reaches the sink before this checkpoint's barrier: the sink
+            // acknowledges it in the transaction it pre-commits for this checkpoint.
+            let mut batch = Vec::new();
+            for r in run.splits.readers() {
+                let topic = r.key();
+                let Some(through) = r.last_whole_entry() else {
+                    continue;
+                };
+                let newer = self.published.get(&topic).is_none_or(|p| {
+                    crate::pulsar::reader::compare_positions(&through, p)
+                        == std::cmp::Ordering::Greater
+                });
+                if newer {
+                    self.published.insert(topic.clone(), through);
+                    batch.push(SplitAck {
+                        topic,
+                        subscription: self.subscription.clone(),
+                        consumer: r.consumer().clone(),
+                        through,
+                    });
+                }
+            }
+            acks.publish(id, batch);
+        }
         self.snapshots.push_back((id, self.emitted.clone()));
         while self.snapshots.len() > 64 {
             self.snapshots.pop_front();
@@ -297,12 +360,16 @@ impl Source for PulsarSource {
         let Some((_, positions)) = done else {
             return Ok(());
         };
+        if self.linked().is_some() {
+            // The sink's transaction carried the acknowledgements.
+            return Ok(());
+        }
         let Stage::Running(run) = &self.stage else {
             return Ok(());
         };
         let retries = self.spec.cfg.settings.i64(opt::COMMIT_RETRIES).max(0) as u32;
         for reader in run.splits.readers() {
-            let Some(cp) = positions.get(reader.split().topic.as_str()) else {
+            let Some(cp) = positions.get(&reader.key()) else {
                 continue;
             };
             let mut attempt = 0;
@@ -322,6 +389,64 @@ impl Source for PulsarSource {
             }
         }
         Ok(())
+    }
+
+    async fn durable_state(&mut self, drop: bool) -> Result<Vec<String>> {
+        let cfg = self.spec.cfg.clone();
+        if matches!(self.spec.startup, Startup::ExternalSubscription { .. }) {
+            return Ok(vec![format!(
+                "table '{}': reads the external subscription '{}' (not the job's; left alone)",
+                cfg.table, self.subscription
+            )]);
+        }
+        let Some(url) = cfg.admin_url.clone() else {
+            bail!(
+                "table '{}': listing or dropping the job's subscriptions needs 'admin-url'",
+                cfg.table
+            );
+        };
+        let token = match &cfg.client.auth {
+            crate::pulsar::Authentication::Token(t) => Some(t.as_str()),
+            crate::pulsar::Authentication::None => None,
+        };
+        let client = crate::pulsar::connect(&cfg.client).await?;
+        let admin = admin::admin_client(&url, token)?;
+        let splits = self
+            .spec
+            .selection
+            .splits(&client, Some(&admin))
+            .await
+            .with_context(|| format!("table '{}': listing the topics", cfg.table))?;
+        client.close().await;
+        let mut out = Vec::new();
+        for split in &splits {
+            if !subscription_exists(&url, token, split, &self.subscription).await? {
+                continue;
+            }
+            let what = format!("{} subscription '{}'", split.topic, self.subscription);
+            if drop {
+                let path = split.topic.as_str().trim_start_matches("persistent://");
+                admin::delete(
+                    &url,
+                    token,
+                    &format!(
+                        "/admin/v2/persistent/{path}/subscription/{}",
+                        urlencoding_path(&self.subscription)
+                    ),
+                )
+                .await
+                .with_context(|| {
+                    format!(
+                        "table '{}': dropping {what} (is the job still running?)",
+                        cfg.table
+                    )
+                })?;
+                out.push(format!("dropped {what}"));
+            } else {
+                out.push(what);
+            }
+        }
+        Ok(out)
     }
 
     async fn close(&mut self) -> Result<()> {
@@ -351,6 +476,16 @@ impl Source for PulsarSource {
     }
 }
 
+/// The readers of each split: one for every key (the default), or one per share of the key hash space
+/// with `enable-key-hash-range` (`scan.parallelism` shares).
+fn reader_ranges(cfg: &TableConfig) -> Vec<Option<KeyRange>> {
+    if !cfg.settings.bool(opt::KEY_HASH_RANGE) {
+        return vec![None];
+    }
+    let n = cfg.settings.i64(opt::SCAN_PARALLELISM).clamp(1, 1024) as u16;
+    key_ranges(n).into_iter().map(Some).collect()
+}
+
 fn discovery_interval(cfg: &TableConfig) -> Option<Duration> {
     let ms = cfg.settings.i64(opt::DISCOVERY);
     (ms >= 0).then(|| Duration::from_millis(ms.max(100) as u64))
@@ -361,6 +496,7 @@ async fn connect(
     spec: SourceSpec,
     subscription: String,
     restored: Option<SourceState>,
+    linked: Option<Arc<TxnAcks>>,
 ) -> Result<Running> {
     let cfg = &spec.cfg;
     let client = crate::pulsar::connect(&cfg.client).await?;
@@ -381,42 +517,72 @@ async fn connect(
         warn!(table = %cfg.table, "no topic matches yet; waiting for discovery");
     }
     let policy = cfg.data_loss();
+    // Linked to the sink's transactions: the subscription's cursor is where to resume.
+    let mut at_cursor = std::collections::BTreeSet::new();
+    if let (Some(acks), Some(url)) = (&linked, &cfg.admin_url) {
+        acks.wait_recovered()
+            .await
+            .with_context(|| format!("table '{}': before reading", cfg.table))?;
+        abort_stale_transactions(cfg, url, token, &splits, &subscription).await?;
+        for split in &splits {
+            if subscription_exists(url, token, split, &subscription).await? {
+                at_cursor.insert(split.topic.to_string());
+            }
+        }
+    }
     let mut readers = Vec::new();
+    let ranges = reader_ranges(cfg);
     for split in &splits {
-        let start = match restored
-            .as_ref()
-            .and_then(|s| s.splits.get(split.topic.as_str()))
-        {
-            Some(cp) => match (&cp.resume, &cfg.admin_url) {
-                (StartPosition::After { id }, Some(url)) => {
-                    match deleted_since(url, token, split, id, &subscription).await {
-                        Ok(None) => cp.resume.clone(),
-                        Ok(Some(what)) => match policy {
-                            DataLossPolicy::Fail => bail!(
-                                "table '{}': data loss: {what} (set 'properties.pulsar.reader.fail-on-data-loss' = 'false' to continue from the earliest available message)",
-                                cfg.table
-                            ),
-                            DataLossPolicy::UseEarliest => {
-                                warn!(table = %cfg.table, split = %split.topic, "data loss: {what}; resuming from the earliest available message");
-                                StartPosition::Earliest
-                            }
-                        },
-                        Err(e) => {
-                            warn!(table = %cfg.table, split = %split.topic, "could not check the resume position against the topic's ledgers: {e:#}");
-                            cp.resume.clone()
-                        }
+        for range in &ranges {
+            let key = state_key(split, *range);
+            let start = match restored.as_ref().and_then(|s| s.splits.get(&key)) {
+                // Linked to the sink's transactions: the cursor moved with every committed output.
+                _ if at_cursor.contains(split.topic.as_str()) => {
+                    StartPosition::SubscriptionCursor {
+                        from_earliest: true,
                     }
                 }
-                _ => cp.resume.clone(),
-            },
-            // A split the checkpoint does not know appeared since: from its beginning.
-            None if restored.is_some() => StartPosition::Earliest,
-            None => fresh_start(&client, split, &subscription, &spec.startup).await?,
-        };
-        let reader = SplitReader::open(&client, split.clone(), &subscription, start, policy)
+                Some(cp) => match (&cp.resume, &cfg.admin_url) {
+                    (StartPosition::After { id }, Some(url)) => {
+                        match deleted_since(url, token, split, id, &subscription).await {
+                            Ok(None) => cp.resume.clone(),
+                            Ok(Some(what)) => match policy {
+                                DataLossPolicy::Fail => bail!(
+                                    "table '{}': data loss: {what} (set 'properties.pulsar.reader.fail-on-data-loss' = 'false' to continue from the earliest available message)",
+                                    cfg.table
+                                ),
+                                DataLossPolicy::UseEarliest => {
+                                    warn!(table = %cfg.table, split = %split.topic, "data loss: {what}; resuming from the earliest available message");
+                                    StartPosition::Earliest
+                                }
+                            },
+                            Err(e) => {
+                                warn!(table = %cfg.table, split = %split.topic, "could not check the resume position against the topic's ledgers: {e:#}");
+                                cp.resume.clone()
+                            }
+                        }
+                    }
+                    _ => cp.resume.clone(),
+                },
+                // A split the checkpoint does not know appeared since: from its beginning.
+                None if restored.is_some() => StartPosition::Earliest,
+                None => fresh_start(&client, split, &subscription, &spec.startup).await?,
+            };
+            let mut reader = SplitReader::open_range(
+                &client,
+                split.clone(),
+                &subscription,
+                start,
+                policy,
+                *range,
+            )
             .await
             .with_context(|| format!("table '{}': opening {}", cfg.table, split.topic))?;
-        readers.push(reader);
+            if linked.is_some() {
+                reader.whole_entries();
+            }
+            readers.push(reader);
+        }
     }
     info!(table = %cfg.table, splits = readers.len(), subscription = %subscription, "reading");
     let interval = discovery_interval(cfg);
@@ -439,6 +605,74 @@ async fn connect(
     })
 }
 
+/// Aborts the open transactions that acknowledged on the job's subscription: a run that crashed after its
+/// sink acknowledged inside a transaction and before the commit left them, and their pending
+/// acknowledgements would make every later one fail until the broker times them out. The subscription is
+/// Exclusive, so no live run owns them; their output is aborted with them (and read again).
+async fn abort_stale_transactions(
+    cfg: &TableConfig,
+    admin_url: &str,
+    token: Option<&str>,
+    splits: &[Split],
+    subscription: &str,
+) -> Result<()> {
+    let slow = admin::get_json(admin_url, token, "/admin/v3/transactions/slowTransactions/0")
+        .await
+        .with_context(|| {
+            format!(
+                "table '{}': listing open transactions (the source's acknowledgements go into the sink's transactions)",
+                cfg.table
+            )
+        })?;
+    let topics: Vec<String> = splits.iter().map(|s| s.topic.to_string()).collect();
+    let stale = stale_transactions(&slow, &topics, subscription);
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let tc = TxnCoordinator::connect(&cfg.client).await?;
+    for (most, least) in stale {
+        let txn = TxnRef(magnetar::proto::TxnId::new(most, least));
+        let outcome = tc.abort(txn).await;
+        info!(table = %cfg.table, txn = %txn, subscription, "aborted a transaction of an earlier run that held acknowledgements on the job's subscription: {outcome:?}");
+        outcome?;
+    }
+    tc.close().await;
+    Ok(())
+}
+
+/// A subscription name as one URL path segment (names hold `:` and may hold `/`-free punctuation).
+fn urlencoding_path(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Whether the job's subscription exists on `split` (a linked source resumes at its cursor).
+async fn subscription_exists(
+    admin_url: &str,
+    token: Option<&str>,
+    split: &Split,
+    subscription: &str,
+) -> Result<bool> {
+    let Some(path) = split.topic.as_str().strip_prefix("persistent://") else {
+        return Ok(false);
+    };
+    let subs = admin::get_json(
+        admin_url,
+        token,
+        &format!("/admin/v2/persistent/{path}/subscriptions"),
+    )
+    .await?;
+    Ok(subs
+        .as_array()
+        .is_some_and(|a| a.iter().any(|s| s.as_str() == Some(subscription))))
+}
+
 /// Whether messages after `id` (the position to resume after) may have been deleted: its ledger is older
 /// than the topic's first ledger (retention trimmed it, or the topic was deleted and recreated) and the
 /// job's own subscription does not hold a position at or before it (which would have kept everything after
@@ -454,26 +688,12 @@ async fn deleted_since(
         return Ok(None);
     };
     let resume = parse_message_id(id)?;
-    let url = format!(
-        "{}/admin/v2/persistent/{path}/internalStats",
-        admin_url.trim_end_matches('/')
-    );
-    let mut req = reqwest::Client::new().get(&url);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let resp = req
-        .send()
-        .await
-        .with_context(|| format!("GET internalStats of {}", split.topic))?;
-    if !resp.status().is_success() {
-        bail!(
-            "internalStats of {} answered {}",
-            split.topic,
-            resp.status()
-        );
-    }
-    let stats: serde_json::Value = resp.json().await?;
+    let stats = admin::get_json(
+        admin_url,
+        token,
+        &format!("/admin/v2/persistent/{path}/internalStats"),
+    )
+    .await?;
     let first_ledger = stats["ledgers"]
         .as_array()
         .and_then(|l| l.first())
@@ -581,6 +801,8 @@ struct DecodeJob {
     schema: SchemaRef,
     layout: Layout,
     split: Split,
+    /// The reader's checkpoint key.
+    key: String,
     position: SplitCheckpoint,
     msgs: Vec<IncomingMessage>,
 }
@@ -722,7 +944,7 @@ impl DecodeJob {
         })?;
         Ok(Decoded {
             batch,
-            split: self.split.topic.to_string(),
+            split: self.key.clone(),
             position: self.position.clone(),
             skipped,
         })

@@ -1,0 +1,189 @@
+//! The Pulsar source's acknowledgements inside the Pulsar sink's transaction (ADR 0008, "source acks").
+//!
+//! A Pulsar → Pulsar INSERT whose sink is exactly-once and whose source has an `admin-url` links the two
+//! through one [`TxnAcks`] per pipeline:
+//!
+//! 1. The source offers it when it learns its pipeline ([`crate::connectors::PipelineLink`]); an
+//!    exactly-once sink claims it. Unclaimed, the source works as before (positions in the checkpoint,
+//!    committed to the subscription on completion).
+//! 2. Claimed, the source waits until the sink has settled the restored checkpoint's transactions
+//!    ([`TxnAcks::wait_recovered`]), aborts transactions of crashed runs that still hold acknowledgements
+//!    on its subscription, and then reads from the **subscription's cursor**: the cursor only ever moves
+//!    together with committed output, so it is the truth, with or without a state directory.
+//! 3. At each checkpoint the source publishes, per split, the last message it emitted (always a whole
+//!    entry in this mode) with a handle to its consumer ([`TxnAcks::publish`]). The barrier follows; when
+//!    it reaches the sink every row up to those positions has been sent in the current transaction, and
+//!    the sink acknowledges the positions cumulatively *in that transaction* before it pre-commits.
+//!    Committing the transaction then publishes the rows and moves the cursor at once.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context as _, Result, bail};
+use magnetar::MessageId;
+use magnetar::runtime_tokio::Consumer;
+use tokio::sync::watch;
+
+/// One split's acknowledgement for a checkpoint.
+#[derive(Debug, Clone)]
+pub struct SplitAck {
+    /// The topic the broker serves (a partition's own name).
+    pub topic: String,
+    pub subscription: String,
+    pub consumer: Consumer,
+    /// Everything up to and including this message (a whole entry) was emitted.
+    pub through: MessageId,
+}
+
+/// The hand-off between one pipeline's Pulsar source and its exactly-once Pulsar sink.
+#[derive(Debug)]
+pub struct TxnAcks {
+    claimed: AtomicBool,
+    recovered: watch::Sender<Option<Result<(), String>>>,
+    /// Per checkpoint id: what the source had emitted when it took that checkpoint.
+    positions: Mutex<BTreeMap<u64, Vec<SplitAck>>>,
+}
+
+impl Default for TxnAcks {
+    fn default() -> Self {
+        TxnAcks {
+            claimed: AtomicBool::new(false),
+            recovered: watch::channel(None).0,
+            positions: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+impl TxnAcks {
+    /// The sink takes over the source's acknowledgements.
+    pub fn claim(&self) {
+        self.claimed.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_claimed(&self) -> bool {
+        self.claimed.load(Ordering::SeqCst)
+    }
+
+    /// The sink settled (or failed to settle) the restored checkpoint's transactions.
+    pub fn set_recovered(&self, outcome: Result<(), String>) {
+        self.recovered.send_replace(Some(outcome));
+    }
+
+    /// Waits until the sink settled the restored checkpoint's transactions: reading before that could
+    /// start below a position a recovery commit is about to acknowledge.
+    pub async fn wait_recovered(&self) -> Result<()> {
+        let mut rx = self.recovered.subscribe();
+        let outcome = rx
+            .wait_for(Option::is_some)
+            .await
+            .context("the sink ended before it settled its transactions")?
+            .clone();
+        match outcome {
+            Some(Err(e)) => bail!("the sink could not settle its transactions: {e}"),
+            _ => Ok(()),
+        }
+    }
+
+    /// The source's positions at checkpoint `id` (splits that emitted nothing are left out).
+    pub fn publish(&self, id: u64, acks: Vec<SplitAck>) {
+        let mut p = self.positions.lock().unwrap_or_else(|e| e.into_inner());
+        p.insert(id, acks);
+        // Checkpoints that timed out are never taken: keep the map small.
+        while p.len() > 64 {
+            p.pop_first();
+        }
+    }
+
+    /// What to acknowledge for checkpoint `id` (and drops older entries: a later cumulative position
+    /// covers them).
+    pub fn take(&self, id: u64) -> Vec<SplitAck> {
+        let mut p = self.positions.lock().unwrap_or_else(|e| e.into_inner());
+        let later = p.split_off(&(id + 1));
+        let mut upto = std::mem::replace(&mut *p, later);
+        upto.remove(&id).unwrap_or_default()
+    }
+}
+
+/// A transaction id as the admin API prints it: `(most,least)`.
+pub fn parse_admin_txn_id(text: &str) -> Option<(u64, u64)> {
+    let inner = text.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let (most, least) = inner.split_once(',')?;
+    Some((most.trim().parse().ok()?, least.trim().parse().ok()?))
+}
+
+/// Open transactions (from `GET /admin/v3/transactions/slowTransactions/0`) that acknowledged on
+/// `subscription` of any of `topics`: left by a run that crashed between its acknowledgement and its
+/// commit.
+pub fn stale_transactions(
+    slow: &serde_json::Value,
+    topics: &[String],
+    subscription: &str,
+) -> Vec<(u64, u64)> {
+    let Some(all) = slow.as_object() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, meta) in all {
+        let acked = &meta["ackedPartitions"];
+        let ours = topics.iter().any(|t| {
+            acked
+                .get(t)
+                .and_then(|subs| subs.get(subscription))
+                .is_some()
+        });
+        if !ours {
+            continue;
+        }
+        let id = meta["txnId"].as_str().unwrap_or(key);
+        if let Some(id) = parse_admin_txn_id(id) {
+            out.push(id);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_ids_parse() {
+        assert_eq!(parse_admin_txn_id("(0,3)"), Some((0, 3)));
+        assert_eq!(parse_admin_txn_id(" (12, 99) "), Some((12, 99)));
+        assert_eq!(parse_admin_txn_id("0:3"), None);
+        assert_eq!(parse_admin_txn_id("(a,3)"), None);
+    }
+
+    #[test]
+    fn only_transactions_acking_our_subscription_are_stale() {
+        let slow = serde_json::json!({
+            "(0,3)": {"txnId": "(0,3)", "status": "OPEN",
+                      "ackedPartitions": {"persistent://public/default/in": {"job-sub": {}}}},
+            "(0,4)": {"txnId": "(0,4)", "status": "OPEN",
+                      "ackedPartitions": {"persistent://public/default/in": {"other": {}}}},
+            "(1,5)": {"txnId": "(1,5)", "status": "OPEN", "ackedPartitions": {},
+                      "producedPartitions": {"persistent://public/default/in": {}}}
+        });
+        let topics = vec!["persistent://public/default/in".to_owned()];
+        assert_eq!(stale_transactions(&slow, &topics, "job-sub"), vec![(0, 3)]);
+        assert!(stale_transactions(&serde_json::Value::Null, &topics, "job-sub").is_empty());
+    }
+
+    #[tokio::test]
+    async fn recovery_is_awaited_and_failures_are_passed_on() {
+        let acks = std::sync::Arc::new(TxnAcks::default());
+        let waiter = {
+            let acks = acks.clone();
+            tokio::spawn(async move { acks.wait_recovered().await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        acks.set_recovered(Ok(()));
+        waiter.await.unwrap().unwrap();
+        let failed = TxnAcks::default();
+        failed.set_recovered(Err("boom".into()));
+        assert!(failed.wait_recovered().await.is_err());
+    }
+}
