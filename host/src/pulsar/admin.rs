@@ -1,7 +1,9 @@
 //! The admin REST client (optional: `admin-url`), for what the binary protocol does not offer.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use magnetar::admin::AdminClient;
+
+use super::client::{Authentication, ClientConfig, redact};
 
 /// Builds an admin client for `admin_url`, with the token when there is one. Errors name the URL, never
 /// the token.
@@ -14,4 +16,36 @@ pub fn admin_client(admin_url: &str, token: Option<&str>) -> Result<AdminClient>
     }
     b.build()
         .with_context(|| format!("creating the admin client for {admin_url}"))
+}
+
+/// Builds an admin client for `admin_url` with the table's authentication (token, or the OAuth2 flow
+/// its client uses: the access token is refreshed on demand) and TLS settings (`https://`: the trust
+/// certificates are added to the system's; `tls-allow-insecure-connection` accepts any certificate; the
+/// host name is always verified otherwise). Errors name the URL, never a secret.
+pub async fn admin_client_for(admin_url: &str, config: &ClientConfig) -> Result<AdminClient> {
+    let url =
+        url::Url::parse(admin_url).with_context(|| format!("invalid admin-url '{admin_url}'"))?;
+    let mut b = AdminClient::builder().service_url(url);
+    match &config.auth {
+        Authentication::None => {}
+        Authentication::Token(token) => b = b.token(token.clone()),
+        Authentication::OAuth2(o) => {
+            let flow = o.flow(&config.tls).await.map_err(|e| {
+                anyhow!("creating the admin client for {admin_url}: {e}")
+            })?;
+            b = b.oauth2(flow);
+        }
+    }
+    if admin_url.starts_with("https://") {
+        if let Some(pem) = &config.tls.trust_certs_pem {
+            b = b.tls_trust_cert_pem(pem.as_slice().to_vec());
+        }
+        b = b.tls_allow_insecure(config.tls.allow_insecure);
+    }
+    b.build().map_err(|e| {
+        anyhow!(
+            "creating the admin client for {admin_url}: {}",
+            redact(&e.to_string(), &config.auth)
+        )
+    })
 }

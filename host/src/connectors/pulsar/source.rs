@@ -364,12 +364,8 @@ async fn connect(
 ) -> Result<Running> {
     let cfg = &spec.cfg;
     let client = crate::pulsar::connect(&cfg.client).await?;
-    let token = match &cfg.client.auth {
-        crate::pulsar::Authentication::Token(t) => Some(t.as_str()),
-        crate::pulsar::Authentication::None => None,
-    };
     let admin = match &cfg.admin_url {
-        Some(url) => Some(admin::admin_client(url, token)?),
+        Some(url) => Some(admin::admin_client_for(url, &cfg.client).await?),
         None => None,
     };
     let splits = spec
