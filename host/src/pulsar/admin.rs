@@ -49,3 +49,30 @@ pub async fn admin_client_for(admin_url: &str, config: &ClientConfig) -> Result<
         )
     })
 }
+
+/// A plain HTTP client for admin calls the admin client lacks, with the table's TLS settings, and the
+/// bearer token to send (OAuth2: the current access token).
+pub async fn rest_client(config: &ClientConfig) -> Result<(reqwest::Client, Option<String>)> {
+    let token = match &config.auth {
+        Authentication::None => None,
+        Authentication::Token(t) => Some(t.clone()),
+        Authentication::OAuth2(o) => {
+            let flow = o.flow(&config.tls).await.map_err(|e| anyhow!("{e}"))?;
+            flow.cached_access_token()
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+        }
+    };
+    magnetar::runtime_tokio::tls_crypto::install_default_provider();
+    let mut b = reqwest::Client::builder();
+    if let Some(pem) = &config.tls.trust_certs_pem {
+        for cert in reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| anyhow!("option 'tls-trust-certs-file-path': {e}"))?
+        {
+            b = b.add_root_certificate(cert);
+        }
+    }
+    if config.tls.allow_insecure {
+        b = b.danger_accept_invalid_certs(true);
+    }
+    Ok((b.build().context("creating an HTTP client")?, token))
+}

@@ -7,9 +7,10 @@
 //! admin client). Messages name the issuer, never the client secret or a token.
 
 use std::fmt;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use bytes::Bytes;
 use magnetar_auth_oauth2::{ClientCredentialsFlow, Credentials, OAuth2Error};
 use url::Url;
 
@@ -93,11 +94,13 @@ impl OAuth2 {
                 Ok::<_, String>(flow)
             })
             .await
-            .map_err(|e| self.redact(&e))?;
+            .map_err(|e: String| self.redact(&e))?;
         // A flow created long ago whose refresher failed meanwhile: try once more now.
         flow.ensure_fresh()
             .await
             .map_err(|e| self.redact(&self.failure(&e)))?;
+        // The caller builds a client with this token now: its reconnects must send the current one.
+        remember_initial_token(flow);
         Ok(flow.clone())
     }
 
@@ -214,6 +217,37 @@ async fn discover(http: &reqwest::Client, issuer: &Url) -> Result<Url, String> {
     Url::parse(endpoint).map_err(|e| format!("{url}: invalid token_endpoint '{endpoint}': {e}"))
 }
 
+/// The token each client was built with, and the flow that refreshes it: a `CommandConnect` carries the
+/// credentials of the client's creation (magnetar), so the reconnect hook (third_party/README.md, 6)
+/// swaps them for the flow's current token.
+static BUILT_WITH: Mutex<Vec<(Bytes, Weak<ClientCredentialsFlow>)>> = Mutex::new(Vec::new());
+
+fn remember_initial_token(flow: &Arc<ClientCredentialsFlow>) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        magnetar::proto::auth::set_connect_auth_refresher(current_token);
+    });
+    let Some(token) = flow.cached_access_token() else {
+        return;
+    };
+    let mut built = BUILT_WITH.lock().unwrap_or_else(|e| e.into_inner());
+    built.retain(|(_, f)| f.strong_count() > 0);
+    if !built.iter().any(|(t, _)| *t == token) {
+        built.push((token, Arc::downgrade(flow)));
+    }
+}
+
+/// The reconnect hook: the current token of the flow whose token a client was built with.
+fn current_token(_method: &str, configured: &Bytes) -> Option<Bytes> {
+    let flow = BUILT_WITH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(t, _)| t == configured)
+        .and_then(|(_, f)| f.upgrade())?;
+    flow.cached_access_token()
+}
+
 /// Refreshes the token before it expires for as long as the flow is in use.
 fn spawn_refresher(flow: Weak<ClientCredentialsFlow>, issuer: String, secret: String) {
     tokio::spawn(async move {
@@ -261,6 +295,60 @@ mod tests {
             o.redact("bad secret sup3r-s3cret"),
             "bad secret <redacted>"
         );
+    }
+
+    /// A token endpoint answering `tok-1`, `tok-2`, ... (one connection per request).
+    async fn counting_token_endpoint() -> Url {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = Url::parse(&format!(
+            "http://127.0.0.1:{}/token",
+            listener.local_addr().unwrap().port()
+        ))
+        .unwrap();
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut n = 0;
+            while let Ok((mut sock, _)) = listener.accept().await {
+                n += 1;
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let body = format!(r#"{{"access_token":"tok-{n}","expires_in":3600}}"#);
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_reconnect_sends_the_current_token_not_the_first() {
+        let endpoint = counting_token_endpoint().await;
+        let flow = Arc::new(
+            ClientCredentialsFlow::builder()
+                .issuer_url(endpoint.clone())
+                .token_endpoint(endpoint)
+                .credentials(Credentials::KeyFile {
+                    client_id: "c".into(),
+                    client_secret: "s".into(),
+                })
+                .build()
+                .unwrap(),
+        );
+        flow.fetch_token().await.unwrap();
+        remember_initial_token(&flow);
+        let first = Bytes::from_static(b"tok-1");
+        assert_eq!(current_token("token", &first), Some(first.clone()));
+        flow.fetch_token().await.unwrap();
+        assert_eq!(
+            current_token("token", &first),
+            Some(Bytes::from_static(b"tok-2"))
+        );
+        assert_eq!(current_token("token", &Bytes::from_static(b"other")), None);
+        drop(flow);
+        assert_eq!(current_token("token", &first), None);
     }
 
     #[test]

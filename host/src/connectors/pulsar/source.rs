@@ -385,7 +385,7 @@ async fn connect(
         {
             Some(cp) => match (&cp.resume, &cfg.admin_url) {
                 (StartPosition::After { id }, Some(url)) => {
-                    match deleted_since(url, token, split, id, &subscription).await {
+                    match deleted_since(url, &cfg.client, split, id, &subscription).await {
                         Ok(None) => cp.resume.clone(),
                         Ok(Some(what)) => match policy {
                             DataLossPolicy::Fail => bail!(
@@ -441,7 +441,7 @@ async fn connect(
 /// it). `None` when nothing can be missing.
 async fn deleted_since(
     admin_url: &str,
-    token: Option<&str>,
+    client: &crate::pulsar::ClientConfig,
     split: &Split,
     id: &str,
     subscription: &str,
@@ -454,7 +454,8 @@ async fn deleted_since(
         "{}/admin/v2/persistent/{path}/internalStats",
         admin_url.trim_end_matches('/')
     );
-    let mut req = reqwest::Client::new().get(&url);
+    let (http, token) = admin::rest_client(client).await?;
+    let mut req = http.get(&url);
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }
