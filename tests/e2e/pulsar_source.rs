@@ -686,19 +686,9 @@ async fn resuming_beyond_the_end_of_a_recreated_topic_is_data_loss() -> Result<(
     Ok(())
 }
 
-/// Starts the token-authentication broker when it is not up; returns whether this call started it.
-fn ensure_token_broker() -> Result<bool> {
-    use xtask::broker::{BrokerInfo, Profile, StartOptions};
-    if BrokerInfo::load(Profile::Token).is_some_and(|i| i.is_healthy()) {
-        return Ok(false);
-    }
-    xtask::broker::start(&StartOptions::new(Profile::Token))?;
-    Ok(true)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_authentication_works_and_a_wrong_token_is_a_clear_error() -> Result<()> {
-    let started = ensure_token_broker()?;
+    let started = pulsar_connect_tests::ensure_token_broker()?;
     let result = async {
         let broker = TestBroker::with_token_auth();
         let topic = unique_topic("src-token");

@@ -137,6 +137,16 @@ impl TestBroker {
     }
 }
 
+/// Starts the token-authentication broker when it is not up; returns whether this call started it.
+pub fn ensure_token_broker() -> Result<bool> {
+    use xtask::broker::StartOptions;
+    if BrokerInfo::load(Profile::Token).is_some_and(|i| i.is_healthy()) {
+        return Ok(false);
+    }
+    xtask::broker::start(&StartOptions::new(Profile::Token))?;
+    Ok(true)
+}
+
 /// A topic name no other test (or earlier run) uses: `persistent://public/default/<prefix>-<unique>`.
 pub fn unique_topic(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -158,6 +158,15 @@ fn print_info(info: &BrokerInfo) {
     println!("profile:      {}", info.profile.name());
     println!("service URL:  {}", info.service_url);
     println!("admin URL:    {}", info.admin_url);
+    if let Some(url) = &info.tls_service_url {
+        println!("TLS service:  {url}");
+    }
+    if let Some(url) = &info.tls_admin_url {
+        println!("TLS admin:    {url}");
+    }
+    if let Some(ca) = &info.ca_cert_file {
+        println!("CA cert:      {}", ca.display());
+    }
     println!("pid:          {}", info.pid);
     if let Some(kib) = broker::rss_kib(info.pid) {
         println!("memory (RSS): {} MiB", kib / 1024);

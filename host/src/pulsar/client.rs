@@ -5,15 +5,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use magnetar::proto::auth::TokenAuth;
-use magnetar::{PulsarClient, SupervisorConfig};
+use magnetar::{AuthProvider, PulsarClient, SupervisorConfig};
 
-/// How the client authenticates. `Debug` never prints the secret.
+use super::oauth2::OAuth2;
+
+/// How the client authenticates. `Debug` never prints a secret.
 #[derive(Clone, Default)]
 pub enum Authentication {
     #[default]
     None,
     /// A JWT, as `auth-params = 'token:<jwt>'` gives it.
     Token(String),
+    /// OAuth2 client credentials (`AuthenticationOAuth2`): the access token is fetched from the issuer
+    /// and refreshed; every connection of the table shares it.
+    OAuth2(Arc<OAuth2>),
 }
 
 impl fmt::Debug for Authentication {
@@ -21,7 +26,68 @@ impl fmt::Debug for Authentication {
         match self {
             Authentication::None => f.write_str("None"),
             Authentication::Token(_) => f.write_str("Token(<redacted>)"),
+            Authentication::OAuth2(o) => f.debug_tuple("OAuth2").field(o).finish(),
         }
+    }
+}
+
+impl Authentication {
+    /// What must never appear in a message (tokens, client secrets).
+    pub fn secrets(&self) -> Vec<String> {
+        match self {
+            Authentication::None => Vec::new(),
+            Authentication::Token(t) => vec![t.clone()],
+            Authentication::OAuth2(o) => o.secrets(),
+        }
+    }
+
+    /// The provider a connection authenticates with (OAuth2: with a fresh token). Errors never
+    /// carry a secret.
+    pub async fn provider(
+        &self,
+        tls: &TlsOptions,
+    ) -> Result<Option<Arc<dyn AuthProvider>>, String> {
+        let provider: Arc<dyn AuthProvider> = match self {
+            Authentication::None => return Ok(None),
+            Authentication::Token(token) => Arc::new(TokenAuth::from_string(token.clone())),
+            Authentication::OAuth2(o) => o.flow(tls).await?,
+        };
+        Ok(Some(provider))
+    }
+}
+
+/// TLS settings of `pulsar+ssl://` service URLs and `https://` admin URLs.
+#[derive(Clone)]
+pub struct TlsOptions {
+    /// `tls-trust-certs-file-path`, for messages.
+    pub trust_certs_file: Option<String>,
+    /// Its PEM content, read when the table is configured: the only trust anchors of the broker
+    /// connection (the admin client and the OAuth2 issuer add them to the system's).
+    pub trust_certs_pem: Option<Arc<Vec<u8>>>,
+    /// `tls-allow-insecure-connection`: accept any certificate.
+    pub allow_insecure: bool,
+    /// `tls-hostname-verification-enable` (default true).
+    pub hostname_verification: bool,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions {
+            trust_certs_file: None,
+            trust_certs_pem: None,
+            allow_insecure: false,
+            hostname_verification: true,
+        }
+    }
+}
+
+impl fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsOptions")
+            .field("trust_certs_file", &self.trust_certs_file)
+            .field("allow_insecure", &self.allow_insecure)
+            .field("hostname_verification", &self.hostname_verification)
+            .finish()
     }
 }
 
@@ -31,6 +97,7 @@ pub struct ClientConfig {
     /// `pulsar://host:port` or `pulsar+ssl://host:port`.
     pub service_url: String,
     pub auth: Authentication,
+    pub tls: TlsOptions,
     /// Deadline of one client operation (lookup, subscribe, create producer, ...).
     pub operation_timeout: Duration,
 }
@@ -40,6 +107,7 @@ impl ClientConfig {
         ClientConfig {
             service_url: service_url.into(),
             auth: Authentication::None,
+            tls: TlsOptions::default(),
             operation_timeout: Duration::from_secs(30),
         }
     }
@@ -47,6 +115,16 @@ impl ClientConfig {
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.auth = Authentication::Token(token.into());
         self
+    }
+
+    pub fn with_tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Whether the service URL is `pulsar+ssl://`.
+    pub fn is_tls(&self) -> bool {
+        self.service_url.starts_with("pulsar+ssl://")
     }
 }
 
@@ -73,13 +151,43 @@ pub async fn connect(config: &ClientConfig) -> Result<PulsarClient, ConnectError
             max_backoff: Duration::from_secs(5),
             ..SupervisorConfig::default()
         });
-    if let Authentication::Token(token) = &config.auth {
-        builder = builder.auth(Arc::new(TokenAuth::from_string(token.clone())));
-    }
-    builder.build().await.map_err(|e| ConnectError {
+    let fail = |reason: String| ConnectError {
         service_url: config.service_url.clone(),
-        reason: redact(&e.to_string(), &config.auth),
-    })
+        reason: redact(&reason, &config.auth),
+    };
+    if let Some(provider) = config.auth.provider(&config.tls).await.map_err(fail)? {
+        builder = builder.auth(provider);
+    }
+    if let Some(pem) = &config.tls.trust_certs_pem {
+        builder = builder.tls_trust_certs_pem(pem.as_slice().to_vec());
+    }
+    builder = builder
+        .tls_allow_insecure_connection(config.tls.allow_insecure)
+        .tls_hostname_verification_enable(config.tls.hostname_verification);
+    builder
+        .build()
+        .await
+        .map_err(|e| fail(with_tls_hint(e.to_string(), config)))
+}
+
+/// A TLS failure with what to change (the rustls reason alone names no option).
+pub fn with_tls_hint(reason: String, config: &ClientConfig) -> String {
+    let lower = reason.to_ascii_lowercase();
+    if lower.contains("notvalidforname") || lower.contains("not valid for name") {
+        format!(
+            "{reason} (TLS: the broker's certificate is not valid for this host name: connect with a host name the certificate names, or set 'tls-hostname-verification-enable' = 'false')"
+        )
+    } else if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
+        let trust = match &config.tls.trust_certs_file {
+            Some(f) => format!("the certificates of 'tls-trust-certs-file-path' ({f})"),
+            None => "the system's trust store ('tls-trust-certs-file-path' is not set)".to_owned(),
+        };
+        format!(
+            "{reason} (TLS: the broker's certificate is not signed by a CA of {trust}; set 'tls-trust-certs-file-path' to the CA certificate that signed it)"
+        )
+    } else {
+        reason
+    }
 }
 
 /// Compressed batches are decompressed before they are split (third_party/README.md): the protocol
@@ -98,14 +206,16 @@ fn register_batch_decompressor() {
     });
 }
 
-/// Removes the secret from a message in case a lower layer echoed it.
-fn redact(message: &str, auth: &Authentication) -> String {
-    match auth {
-        Authentication::Token(token) if !token.is_empty() => {
-            message.replace(token.as_str(), "<redacted>")
+/// Removes the secrets (token, client secret, access token) from a message in case a lower layer
+/// echoed them.
+pub fn redact(message: &str, auth: &Authentication) -> String {
+    let mut out = message.to_owned();
+    for secret in auth.secrets() {
+        if !secret.is_empty() {
+            out = out.replace(secret.as_str(), "<redacted>");
         }
-        _ => message.to_owned(),
     }
+    out
 }
 
 #[cfg(test)]

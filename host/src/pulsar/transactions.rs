@@ -10,13 +10,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use magnetar::ConnectionConfig;
-use magnetar::proto::auth::TokenAuth;
 use magnetar::proto::{TxnAction, TxnId};
-use magnetar::runtime_tokio::Client;
+use magnetar::runtime_tokio::{Client, ParsedUrl, Scheme};
 
-use super::client::{Authentication, ClientConfig};
+use super::client::{ClientConfig, redact, with_tls_hint};
 
 /// A transaction id as checkpoints store it: `most:least`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,16 +62,51 @@ pub struct TxnCoordinator {
 
 impl TxnCoordinator {
     pub async fn connect(config: &ClientConfig) -> Result<TxnCoordinator> {
-        let auth: Option<Arc<dyn magnetar::AuthProvider>> = match &config.auth {
-            Authentication::None => None,
-            Authentication::Token(token) => Some(Arc::new(TokenAuth::from_string(token.clone()))),
+        let what = || {
+            format!(
+                "connecting to the transaction coordinator at {}",
+                config.service_url
+            )
         };
-        let client = Client::connect_auth(&config.service_url, ConnectionConfig::default(), auth)
+        // The same authentication (one OAuth2 token shared with the table's client) and the same TLS
+        // settings as `client::connect`.
+        let auth: Option<Arc<dyn magnetar::AuthProvider>> = config
+            .auth
+            .provider(&config.tls)
             .await
-            .with_context(|| {
-                format!(
-                    "connecting to the transaction coordinator at {}",
-                    config.service_url
+            .map_err(|e| anyhow!("{}: {e}", what()))?;
+        let url = ParsedUrl::parse(&config.service_url).with_context(what)?;
+        let tls = match url.scheme {
+            Scheme::Plain => None,
+            Scheme::Tls => Some(if config.tls.allow_insecure {
+                magnetar::runtime_tokio::insecure_tls_config()
+            } else if let Some(pem) = &config.tls.trust_certs_pem {
+                if config.tls.hostname_verification {
+                    Client::tls_config_from_pem(pem)
+                } else {
+                    magnetar::runtime_tokio::tls_config_no_hostname(pem)
+                }
+                .with_context(what)?
+            } else {
+                magnetar::runtime_tokio::default_tls_config().with_context(what)?
+            }),
+        };
+        // The CONNECT carries the credentials (the provider only answers the broker's challenges).
+        let mut conn = ConnectionConfig::default();
+        if let Some(provider) = &auth {
+            conn.auth_method_name = provider.method().to_owned();
+            conn.auth_data =
+                Some(provider.initial().map_err(|e| {
+                    anyhow!("{}: {}", what(), redact(&e.to_string(), &config.auth))
+                })?);
+        }
+        let client = Client::connect_with(url, tls, conn, auth)
+            .await
+            .map_err(|e| {
+                anyhow!(
+                    "{}: {}",
+                    what(),
+                    redact(&with_tls_hint(e.to_string(), config), &config.auth)
                 )
             })?;
         // The coordinator handshake happens on the first new transaction: open and abort one.

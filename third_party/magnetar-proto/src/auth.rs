@@ -36,6 +36,30 @@ pub mod token;
 pub use tls::TlsAuth;
 pub use token::{TokenAuth, TokenSupplier};
 
+/// pulsar-connect patch (third_party/README.md, 6): the credentials a `CommandConnect` carries are the
+/// ones captured when the client was built, on every reconnect too, so a refreshed token (OAuth2)
+/// never reached a reconnect. A runtime-registered hook maps the configured credentials to the
+/// current ones; `None` keeps the configured ones.
+pub type ConnectAuthRefresher = fn(method: &str, configured: &Bytes) -> Option<Bytes>;
+
+static CONNECT_AUTH_REFRESHER: std::sync::OnceLock<ConnectAuthRefresher> =
+    std::sync::OnceLock::new();
+
+/// Registers the hook consulted before every `CommandConnect`. The first registration wins; returns
+/// whether this one was installed.
+pub fn set_connect_auth_refresher(f: ConnectAuthRefresher) -> bool {
+    CONNECT_AUTH_REFRESHER.set(f).is_ok()
+}
+
+/// The credentials for a (re)connect: the hook's answer for the configured ones, else those.
+pub(crate) fn connect_auth_data(method: &str, configured: Option<&Bytes>) -> Option<Bytes> {
+    let configured = configured?;
+    match CONNECT_AUTH_REFRESHER.get() {
+        Some(f) => Some(f(method, configured).unwrap_or_else(|| configured.clone())),
+        None => Some(configured.clone()),
+    }
+}
+
 /// Auth provider error surface.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {

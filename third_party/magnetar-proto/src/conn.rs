@@ -2106,7 +2106,11 @@ impl Connection {
             client_version: self.config.client_version.clone(),
             auth_method: None,
             auth_method_name: Some(self.config.auth_method_name.clone()),
-            auth_data: self.config.auth_data.clone(),
+            // pulsar-connect patch: the current credentials, not those of the client's creation.
+            auth_data: crate::auth::connect_auth_data(
+                &self.config.auth_method_name,
+                self.config.auth_data.as_ref(),
+            ),
             protocol_version: Some(self.config.protocol_version),
             proxy_to_broker_url: self.config.proxy_to_broker_url.clone(),
             original_principal: None,

@@ -4,11 +4,13 @@
 //! started as `org.apache.pulsar.PulsarStandaloneStarter` with a generated configuration on free loopback
 //! ports, its data under `target/pulsar/<profile>/data`. `broker.json` in the profile folder tells tests and
 //! tools where it is. Two profiles exist: `default` (no authentication) and `token` (token authentication
-//! and authorization; the `admin` superuser's token is written next to it).
+//! and authorization; the `admin` superuser's token is written next to it; TLS listeners beside the
+//! plaintext ones, with a generated CA, see [`tls`]).
 
 mod classpath;
 mod config;
 pub mod http;
+pub mod tls;
 pub mod token;
 
 use std::fs;
@@ -55,6 +57,11 @@ pub struct Ports {
     pub broker: u16,
     pub web: u16,
     pub bookie: u16,
+    /// The TLS listeners (`token` profile).
+    #[serde(default)]
+    pub tls_broker: Option<u16>,
+    #[serde(default)]
+    pub tls_web: Option<u16>,
 }
 
 /// What a running (or last started) broker looks like: written to `broker.json`.
@@ -72,6 +79,15 @@ pub struct BrokerInfo {
     /// For the `token` profile: the file holding the HS256 secret key (to sign more tokens in tests).
     pub secret_key_file: Option<PathBuf>,
     pub startup_seconds: f64,
+    /// For the `token` profile: `pulsar+ssl://localhost:<port>` (the certificate names `localhost` only).
+    #[serde(default)]
+    pub tls_service_url: Option<String>,
+    /// For the `token` profile: `https://localhost:<port>`.
+    #[serde(default)]
+    pub tls_admin_url: Option<String>,
+    /// For the `token` profile: the CA certificate (PEM) that signed the broker's certificate.
+    #[serde(default)]
+    pub ca_cert_file: Option<PathBuf>,
 }
 
 impl BrokerInfo {
@@ -146,13 +162,29 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
     fs::create_dir_all(&data_dir)?;
 
     // Keep the previous ports when the data survives, so URLs stay valid across a restart.
-    let ports = match BrokerInfo::load(profile) {
+    let mut ports = match BrokerInfo::load(profile) {
         Some(info) if !opts.wipe && ports_free(&info.ports) => info.ports,
         _ => Ports {
             broker: free_port()?,
             web: free_port()?,
             bookie: free_port()?,
+            tls_broker: None,
+            tls_web: None,
         },
+    };
+    let tls_files = match profile {
+        Profile::Default => {
+            ports.tls_broker = None;
+            ports.tls_web = None;
+            None
+        }
+        Profile::Token => {
+            if ports.tls_broker.is_none() || ports.tls_web.is_none() {
+                ports.tls_broker = Some(free_port()?);
+                ports.tls_web = Some(free_port()?);
+            }
+            Some(tls::ensure_tls_material(&dir)?)
+        }
     };
 
     let (token_files, admin_token) = match profile {
@@ -169,6 +201,7 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
         token_files
             .as_ref()
             .map(|(k, t)| (k.as_path(), t.as_path())),
+        tls_files.as_ref(),
     );
     fs::write(&conf_path, conf)?;
     let log4j = dir.join("log4j2.xml");
@@ -222,6 +255,13 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
         admin_token_file: token_files.as_ref().map(|(_, t)| t.clone()),
         secret_key_file: token_files.as_ref().map(|(k, _)| k.clone()),
         startup_seconds: 0.0,
+        tls_service_url: ports
+            .tls_broker
+            .map(|p| format!("pulsar+ssl://{}:{p}", tls::SERVER_NAME)),
+        tls_admin_url: ports
+            .tls_web
+            .map(|p| format!("https://{}:{p}", tls::SERVER_NAME)),
+        ca_cert_file: tls_files.as_ref().map(|f| f.ca_cert.clone()),
     };
     write_info(&info)?;
 
@@ -265,6 +305,16 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
         info.service_url,
         info.admin_url
     );
+    if let (Some(url), Some(admin), Some(ca)) = (
+        &info.tls_service_url,
+        &info.tls_admin_url,
+        &info.ca_cert_file,
+    ) {
+        eprintln!(
+            "  TLS: service URL {url}  admin URL {admin}  CA certificate {}",
+            ca.display()
+        );
+    }
     Ok(info)
 }
 
@@ -412,9 +462,16 @@ fn free_port() -> Result<u16> {
 }
 
 fn ports_free(p: &Ports) -> bool {
-    [p.broker, p.web, p.bookie]
-        .iter()
-        .all(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
+    [
+        Some(p.broker),
+        Some(p.web),
+        Some(p.bookie),
+        p.tls_broker,
+        p.tls_web,
+    ]
+    .iter()
+    .flatten()
+    .all(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
 }
 
 /// Whether `pid` is a live process (a zombie child counts as dead and is reaped).

@@ -196,6 +196,9 @@ impl ConnectorFactory for PulsarFactory {
         if !cfg.settings.ignored.is_empty() {
             tracing::warn!(table = %table.name(), keys = %cfg.settings.ignored.join(", "), "Pulsar client settings accepted but not applied");
         }
+        if !cfg.tls_ignored.is_empty() {
+            tracing::warn!(table = %table.name(), keys = %cfg.tls_ignored.join(", "), "TLS settings ignored: neither 'service-url' (pulsar://) nor 'admin-url' uses TLS");
+        }
         Ok(())
     }
 

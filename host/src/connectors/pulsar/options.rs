@@ -55,6 +55,9 @@ const NON_NEGATIVE: OptionKind = OptionKind::Int {
 pub const DISCOVERY: &str = "partition.discovery.interval-millis";
 pub const AUTH_PLUGIN: &str = "auth-plugin-classname";
 pub const AUTH_PARAMS: &str = "auth-params";
+pub const TLS_TRUST_CERTS: &str = "tls-trust-certs-file-path";
+pub const TLS_ALLOW_INSECURE: &str = "tls-allow-insecure-connection";
+pub const TLS_HOSTNAME_VERIFICATION: &str = "tls-hostname-verification-enable";
 pub const FLUSH_ON_CHECKPOINT: &str = "flush-on-checkpoint";
 pub const FAIL_ON_WRITE: &str = "fail-on-write";
 pub const POLL_TIMEOUT: &str = "poll-timeout-ms";
@@ -98,22 +101,52 @@ pub static SETTINGS: &[Setting] = &[
         secret: false,
         ..setting(
             AUTH_PLUGIN,
-            &["authPluginClassName"],
+            &["authPluginClassName", "pulsar.client.authPluginClassName"],
             OptionKind::String,
             None,
-            "Authentication: `org.apache.pulsar.client.impl.auth.AuthenticationToken` (or `token`). Other plugins are refused with a clear error.",
+            "Authentication: `org.apache.pulsar.client.impl.auth.AuthenticationToken` (or `token`), `org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2` (or `oauth2`: client credentials, the token endpoint found by OpenID discovery, the access token refreshed before it expires). Other plugins are refused with a clear error.",
         )
     },
     Setting {
         secret: true,
         ..setting(
             AUTH_PARAMS,
-            &["authParams"],
+            &["authParams", "pulsar.client.authParams"],
             OptionKind::String,
             None,
-            "Authentication parameters: `token:<jwt>`, `file:///path/to/token`, or the bare token. Never printed.",
+            "Authentication parameters. Token: `token:<jwt>`, `file:///path/to/token`, or the bare token. OAuth2: the Java client's JSON, `{\"type\":\"client_credentials\",\"issuerUrl\":\"https://idp/\",\"privateKey\":\"file:///path/key.json\",\"audience\":\"...\",\"scope\":\"...\"}` (`privateKey` also `data:application/json;base64,...`; the key file holds `client_id` and `client_secret`). Never printed.",
         )
     },
+    setting(
+        TLS_TRUST_CERTS,
+        &[
+            "tlsTrustCertsFilePath",
+            "pulsar.client.tlsTrustCertsFilePath",
+        ],
+        OptionKind::String,
+        None,
+        "TLS (`pulsar+ssl://`, `https://` admin URL): PEM file of the CA certificates the broker's certificate must chain to (the broker connection trusts only these; the admin client and the OAuth2 issuer trust them besides the system's). Unset: the system's trust store. Read when the job starts; a missing or unreadable file is an error. Ignored (with a warning) when no URL of the table uses TLS.",
+    ),
+    setting(
+        TLS_ALLOW_INSECURE,
+        &[
+            "tlsAllowInsecureConnection",
+            "pulsar.client.tlsAllowInsecureConnection",
+        ],
+        OptionKind::Bool,
+        Some("false"),
+        "TLS: accept any broker certificate (no chain or host name check). Insecure: for test brokers only.",
+    ),
+    setting(
+        TLS_HOSTNAME_VERIFICATION,
+        &[
+            "tlsHostnameVerificationEnable",
+            "pulsar.client.tlsHostnameVerificationEnable",
+        ],
+        OptionKind::Bool,
+        Some("true"),
+        "TLS: check that the broker's certificate names the host of the service URL. On by default (the Java client's default is off); `false` keeps the chain check and needs `tls-trust-certs-file-path`. The admin client always checks the host name unless `tls-allow-insecure-connection` is set.",
+    ),
     setting(
         FLUSH_ON_CHECKPOINT,
         &["flushoncheckpoint"],
@@ -300,10 +333,10 @@ pub const STARTUP_MODES: &[&str] = &[
 
 fn top_level_decls() -> Vec<OptionDecl> {
     let mut v = vec![
-        OptionDecl::string("service-url", "Pulsar service URL, `pulsar://host:6650` (or `pulsar+ssl://`).").required(),
+        OptionDecl::string("service-url", "Pulsar service URL, `pulsar://host:6650`, or `pulsar+ssl://host:6651` for TLS (see the `tls-*` options).").required(),
         OptionDecl::string(
             "admin-url",
-            "Pulsar admin URL, `http://host:8080`. Optional: without it `specific-offsets`, `external-subscription` and `timestamp` still work over the binary protocol, and topic patterns are listed over the binary protocol.",
+            "Pulsar admin URL, `http://host:8080` or `https://host:8443`. Optional: without it `specific-offsets`, `external-subscription` and `timestamp` still work over the binary protocol, and topic patterns are listed over the binary protocol.",
         ),
         OptionDecl::string(
             "topic",

@@ -405,12 +405,8 @@ impl Source for PulsarSource {
                 cfg.table
             );
         };
-        let token = match &cfg.client.auth {
-            crate::pulsar::Authentication::Token(t) => Some(t.as_str()),
-            crate::pulsar::Authentication::None => None,
-        };
         let client = crate::pulsar::connect(&cfg.client).await?;
-        let admin = admin::admin_client(&url, token)?;
+        let admin = admin::admin_client_for(&url, &cfg.client).await?;
         let splits = self
             .spec
             .selection
@@ -420,7 +416,7 @@ impl Source for PulsarSource {
         client.close().await;
         let mut out = Vec::new();
         for split in &splits {
-            if !subscription_exists(&url, token, split, &self.subscription).await? {
+            if !subscription_exists(&url, &cfg.client, split, &self.subscription).await? {
                 continue;
             }
             let what = format!("{} subscription '{}'", split.topic, self.subscription);
@@ -428,7 +424,7 @@ impl Source for PulsarSource {
                 let path = split.topic.as_str().trim_start_matches("persistent://");
                 admin::delete(
                     &url,
-                    token,
+                    &cfg.client,
                     &format!(
                         "/admin/v2/persistent/{path}/subscription/{}",
                         urlencoding_path(&self.subscription)
@@ -500,12 +496,8 @@ async fn connect(
 ) -> Result<Running> {
     let cfg = &spec.cfg;
     let client = crate::pulsar::connect(&cfg.client).await?;
-    let token = match &cfg.client.auth {
-        crate::pulsar::Authentication::Token(t) => Some(t.as_str()),
-        crate::pulsar::Authentication::None => None,
-    };
     let admin = match &cfg.admin_url {
-        Some(url) => Some(admin::admin_client(url, token)?),
+        Some(url) => Some(admin::admin_client_for(url, &cfg.client).await?),
         None => None,
     };
     let splits = spec
@@ -523,9 +515,9 @@ async fn connect(
         acks.wait_recovered()
             .await
             .with_context(|| format!("table '{}': before reading", cfg.table))?;
-        abort_stale_transactions(cfg, url, token, &splits, &subscription).await?;
+        abort_stale_transactions(cfg, url, &splits, &subscription).await?;
         for split in &splits {
-            if subscription_exists(url, token, split, &subscription).await? {
+            if subscription_exists(url, &cfg.client, split, &subscription).await? {
                 at_cursor.insert(split.topic.to_string());
             }
         }
@@ -544,7 +536,7 @@ async fn connect(
                 }
                 Some(cp) => match (&cp.resume, &cfg.admin_url) {
                     (StartPosition::After { id }, Some(url)) => {
-                        match deleted_since(url, token, split, id, &subscription).await {
+                        match deleted_since(url, &cfg.client, split, id, &subscription).await {
                             Ok(None) => cp.resume.clone(),
                             Ok(Some(what)) => match policy {
                                 DataLossPolicy::Fail => bail!(
@@ -612,11 +604,14 @@ async fn connect(
 async fn abort_stale_transactions(
     cfg: &TableConfig,
     admin_url: &str,
-    token: Option<&str>,
     splits: &[Split],
     subscription: &str,
 ) -> Result<()> {
-    let slow = admin::get_json(admin_url, token, "/admin/v3/transactions/slowTransactions/0")
+    let slow = admin::get_json(
+        admin_url,
+        &cfg.client,
+        "/admin/v3/transactions/slowTransactions/0",
+    )
         .await
         .with_context(|| {
             format!(
@@ -655,7 +650,7 @@ fn urlencoding_path(name: &str) -> String {
 /// Whether the job's subscription exists on `split` (a linked source resumes at its cursor).
 async fn subscription_exists(
     admin_url: &str,
-    token: Option<&str>,
+    client: &crate::pulsar::ClientConfig,
     split: &Split,
     subscription: &str,
 ) -> Result<bool> {
@@ -664,7 +659,7 @@ async fn subscription_exists(
     };
     let subs = admin::get_json(
         admin_url,
-        token,
+        client,
         &format!("/admin/v2/persistent/{path}/subscriptions"),
     )
     .await?;
@@ -679,7 +674,7 @@ async fn subscription_exists(
 /// it). `None` when nothing can be missing.
 async fn deleted_since(
     admin_url: &str,
-    token: Option<&str>,
+    client: &crate::pulsar::ClientConfig,
     split: &Split,
     id: &str,
     subscription: &str,
@@ -690,7 +685,7 @@ async fn deleted_since(
     let resume = parse_message_id(id)?;
     let stats = admin::get_json(
         admin_url,
-        token,
+        client,
         &format!("/admin/v2/persistent/{path}/internalStats"),
     )
     .await?;
