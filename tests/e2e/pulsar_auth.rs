@@ -49,7 +49,8 @@ impl TokenBroker {
             }
             users.0 += 1;
         }
-        let info = BrokerInfo::load(Profile::Token).context("no broker.json for the token profile")?;
+        let info =
+            BrokerInfo::load(Profile::Token).context("no broker.json for the token profile")?;
         let (Some(tls_url), Some(tls_admin_url), Some(ca_cert), Some(tls_port)) = (
             info.tls_service_url.clone(),
             info.tls_admin_url.clone(),
@@ -72,7 +73,10 @@ impl TokenBroker {
     }
 
     fn token(&self) -> String {
-        self.broker.token.clone().expect("the token profile has an admin token")
+        self.broker
+            .token
+            .clone()
+            .expect("the token profile has an admin token")
     }
 }
 
@@ -171,7 +175,10 @@ async fn tls_with_the_broker_ca_hostname_verification_and_an_untrusted_broker() 
         token_auth(&token)
     );
     let t0 = Instant::now();
-    assert_eq!(wait_finished(RunningJob::start(&sink, None).await?).await?, 3);
+    assert_eq!(
+        wait_finished(RunningJob::start(&sink, None).await?).await?,
+        3
+    );
     eprintln!("sink over TLS: {:?}", t0.elapsed());
 
     // The source reads over TLS, the topic listed by the admin client over https with the same CA.
@@ -203,6 +210,7 @@ async fn tls_with_the_broker_ca_hostname_verification_and_an_untrusted_broker() 
         ),
     ))
     .await?;
+    eprintln!("127.0.0.1 with hostname verification: {err}");
     assert!(
         err.contains(&by_ip) && err.contains("tls-hostname-verification-enable"),
         "{err}"
@@ -233,6 +241,7 @@ async fn tls_with_the_broker_ca_hostname_verification_and_an_untrusted_broker() 
         &token_auth(&token),
     ))
     .await?;
+    eprintln!("untrusted: {err}");
     assert!(
         err.contains(&tb.tls_url) && err.contains("tls-trust-certs-file-path"),
         "{err}"
@@ -254,6 +263,7 @@ async fn tls_with_the_broker_ca_hostname_verification_and_an_untrusted_broker() 
         Ok(job) => job.failure(WAIT).await,
         Err(e) => format!("{e:#}"),
     };
+    eprintln!("missing trust file: {err}");
     assert!(
         err.contains("'src'") && err.contains("tls-trust-certs-file-path") && err.contains(missing),
         "{err}"
@@ -265,8 +275,12 @@ async fn tls_with_the_broker_ca_hostname_verification_and_an_untrusted_broker() 
         trust_certs_pem: Some(Arc::new(std::fs::read(&tb.ca_cert)?)),
         ..TlsOptions::default()
     };
-    let tc = TxnCoordinator::connect(&ClientConfig::new(&tb.tls_url).with_tls(tls).with_token(token))
-        .await?;
+    let tc = TxnCoordinator::connect(
+        &ClientConfig::new(&tb.tls_url)
+            .with_tls(tls)
+            .with_token(token),
+    )
+    .await?;
     tc.close().await;
     Ok(())
 }
@@ -313,7 +327,9 @@ impl MockIssuer {
                         return;
                     };
                     let line = head.lines().next().unwrap_or_default().to_owned();
-                    let (status, json) = if line.starts_with("GET /.well-known/openid-configuration") {
+                    let (status, json) = if line
+                        .starts_with("GET /.well-known/openid-configuration")
+                    {
                         (
                             "200 OK",
                             serde_json::json!({"issuer": base, "token_endpoint": format!("{base}/oauth/token")}),
@@ -321,7 +337,8 @@ impl MockIssuer {
                     } else if line.starts_with("POST /oauth/token") {
                         count.fetch_add(1, Ordering::SeqCst);
                         let form = parse_form(&body);
-                        let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+                        let get =
+                            |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
                         if get("grant_type") == Some("client_credentials")
                             && get("client_id") == Some(id.as_str())
                             && get("client_secret") == Some(secret.as_str())
@@ -522,6 +539,7 @@ async fn oauth2_client_credentials_read_refresh_and_a_wrong_secret() -> Result<(
         &oauth2_auth(&issuer.url, &bad_key),
     ))
     .await?;
+    eprintln!("wrong secret: {err}");
     assert!(
         err.contains(&issuer.url) && err.contains("401") && err.contains("invalid_client"),
         "{err}"
@@ -595,7 +613,10 @@ INSERT INTO b SELECT v FROM a;
     );
     assert!(out.status.success(), "{text}");
     assert!(text.contains("auth-params"), "{text}");
-    assert!(!text.contains(CLIENT_SECRET), "the client secret was printed: {text}");
+    assert!(
+        !text.contains(CLIENT_SECRET),
+        "the client secret was printed: {text}"
+    );
     assert!(!text.contains(token), "the token was printed: {text}");
 
     // A pulsar+ssl:// table whose trust file is missing: an error naming the table and the option.
@@ -613,8 +634,11 @@ INSERT INTO b SELECT v FROM a;
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!out.status.success(), "{text}");
+    eprintln!("validate, missing trust file: {text}");
     assert!(
-        text.contains("'a'") && text.contains("tls-trust-certs-file-path") && text.contains("/nonexistent/ca.pem"),
+        text.contains("'a'")
+            && text.contains("tls-trust-certs-file-path")
+            && text.contains("/nonexistent/ca.pem"),
         "{text}"
     );
     assert!(!text.contains(CLIENT_SECRET), "{text}");

@@ -30,9 +30,10 @@ pub async fn admin_client_for(admin_url: &str, config: &ClientConfig) -> Result<
         Authentication::None => {}
         Authentication::Token(token) => b = b.token(token.clone()),
         Authentication::OAuth2(o) => {
-            let flow = o.flow(&config.tls).await.map_err(|e| {
-                anyhow!("creating the admin client for {admin_url}: {e}")
-            })?;
+            let flow = o
+                .flow(&config.tls)
+                .await
+                .map_err(|e| anyhow!("creating the admin client for {admin_url}: {e}"))?;
             b = b.oauth2(flow);
         }
     }

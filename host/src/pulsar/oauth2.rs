@@ -291,10 +291,7 @@ mod tests {
         let text = format!("{o:?}");
         assert!(!text.contains("sup3r-s3cret"), "{text}");
         assert!(text.contains("client"));
-        assert_eq!(
-            o.redact("bad secret sup3r-s3cret"),
-            "bad secret <redacted>"
-        );
+        assert_eq!(o.redact("bad secret sup3r-s3cret"), "bad secret <redacted>");
     }
 
     /// A token endpoint answering `tok-1`, `tok-2`, ... (one connection per request).
@@ -358,7 +355,10 @@ mod tests {
             body: r#"{"error":"invalid_client","echo":"client_secret=sup3r-s3cret"}"#.into(),
         };
         let text = describe(&e);
-        assert!(text.contains("401") && text.contains("invalid_client"), "{text}");
+        assert!(
+            text.contains("401") && text.contains("invalid_client"),
+            "{text}"
+        );
         assert!(!text.contains("sup3r"), "{text}");
     }
 }

@@ -95,9 +95,10 @@ impl TxnCoordinator {
         let mut conn = ConnectionConfig::default();
         if let Some(provider) = &auth {
             conn.auth_method_name = provider.method().to_owned();
-            conn.auth_data = Some(provider.initial().map_err(|e| {
-                anyhow!("{}: {}", what(), redact(&e.to_string(), &config.auth))
-            })?);
+            conn.auth_data =
+                Some(provider.initial().map_err(|e| {
+                    anyhow!("{}: {}", what(), redact(&e.to_string(), &config.auth))
+                })?);
         }
         let client = Client::connect_with(url, tls, conn, auth)
             .await

@@ -305,9 +305,11 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
         info.service_url,
         info.admin_url
     );
-    if let (Some(url), Some(admin), Some(ca)) =
-        (&info.tls_service_url, &info.tls_admin_url, &info.ca_cert_file)
-    {
+    if let (Some(url), Some(admin), Some(ca)) = (
+        &info.tls_service_url,
+        &info.tls_admin_url,
+        &info.ca_cert_file,
+    ) {
         eprintln!(
             "  TLS: service URL {url}  admin URL {admin}  CA certificate {}",
             ca.display()
@@ -460,10 +462,16 @@ fn free_port() -> Result<u16> {
 }
 
 fn ports_free(p: &Ports) -> bool {
-    [Some(p.broker), Some(p.web), Some(p.bookie), p.tls_broker, p.tls_web]
-        .iter()
-        .flatten()
-        .all(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
+    [
+        Some(p.broker),
+        Some(p.web),
+        Some(p.bookie),
+        p.tls_broker,
+        p.tls_web,
+    ]
+    .iter()
+    .flatten()
+    .all(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
 }
 
 /// Whether `pid` is a live process (a zombie child counts as dead and is reaped).

@@ -12,8 +12,8 @@ use crate::catalog::CatalogTable;
 use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::{Kind, Manifest};
 use crate::pulsar::client::{Authentication, ClientConfig, TlsOptions};
-use crate::pulsar::oauth2::{OAuth2, OAuth2Config};
 use crate::pulsar::message_id::parse_message_id;
+use crate::pulsar::oauth2::{OAuth2, OAuth2Config};
 use crate::pulsar::reader::DataLossPolicy;
 use crate::pulsar::topics::{TopicName, TopicSelection, parse_topic_list};
 use crate::pulsar::writer::WriterConfig;
@@ -212,8 +212,11 @@ fn oauth2(params: &str) -> Result<OAuth2Config> {
             "OAuth2 flow type '{t}' is not supported; allowed: client_credentials"
         )));
     }
-    let key_url = field("privateKey")
-        .ok_or_else(|| err(format!("the OAuth2 parameters need \"privateKey\", e.g. {EXAMPLE}")))?;
+    let key_url = field("privateKey").ok_or_else(|| {
+        err(format!(
+            "the OAuth2 parameters need \"privateKey\", e.g. {EXAMPLE}"
+        ))
+    })?;
     let key_text = if let Some(path) = key_url.strip_prefix("file://") {
         read_text_file(path, "the OAuth2 key file").map_err(|e| err(format!("{e:#}")))?
     } else if let Some(data) = key_url.strip_prefix("data:") {
@@ -246,7 +249,11 @@ fn oauth2(params: &str) -> Result<OAuth2Config> {
     let issuer = field("issuerUrl")
         .map(str::to_owned)
         .or_else(|| key_field("issuer_url"))
-        .ok_or_else(|| err(format!("the OAuth2 parameters need \"issuerUrl\", e.g. {EXAMPLE}")))?;
+        .ok_or_else(|| {
+            err(format!(
+                "the OAuth2 parameters need \"issuerUrl\", e.g. {EXAMPLE}"
+            ))
+        })?;
     let issuer_url = url::Url::parse(&issuer)
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https"))
@@ -365,7 +372,13 @@ fn read_file(path: &str, what: &str) -> Result<Vec<u8>> {
         bail!("'{}' is not a file path", path.display());
     };
     let dir = cap_std::fs::Dir::open_ambient_dir(parent, cap_std::ambient_authority())
-        .with_context(|| format!("reading {what} {}: opening {}", path.display(), parent.display()))?;
+        .with_context(|| {
+            format!(
+                "reading {what} {}: opening {}",
+                path.display(),
+                parent.display()
+            )
+        })?;
     dir.read(name)
         .with_context(|| format!("reading {what} {}", path.display()))
 }
@@ -389,7 +402,9 @@ impl TableConfig {
             );
         }
         let uses_tls = service_url.starts_with("pulsar+ssl://")
-            || admin_url.as_deref().is_some_and(|a| a.starts_with("https://"));
+            || admin_url
+                .as_deref()
+                .is_some_and(|a| a.starts_with("https://"));
         let mut tls_ignored = Vec::new();
         let mut client = ClientConfig::new(service_url);
         client.tls = tls_options(&settings, uses_tls, &mut tls_ignored)?;
@@ -621,14 +636,18 @@ mod tests {
     #[test]
     fn oauth2_parameters_as_the_java_client_takes_them() {
         use base64::Engine as _;
-        let key = base64::engine::general_purpose::STANDARD
-            .encode(r#"{"client_id":"id1","client_secret":"s3cr3t!","issuer_url":"http://other/"}"#);
+        let key = base64::engine::general_purpose::STANDARD.encode(
+            r#"{"client_id":"id1","client_secret":"s3cr3t!","issuer_url":"http://other/"}"#,
+        );
         let c = oauth2(&format!(
             r#"{{"type":"client_credentials","issuerUrl":"https://idp.example/realms/x","privateKey":"data:application/json;base64,{key}","audience":"aud","scope":"a b"}}"#
         ))
         .unwrap();
         assert_eq!(c.issuer_url.as_str(), "https://idp.example/realms/x");
-        assert_eq!((c.client_id.as_str(), c.client_secret.as_str()), ("id1", "s3cr3t!"));
+        assert_eq!(
+            (c.client_id.as_str(), c.client_secret.as_str()),
+            ("id1", "s3cr3t!")
+        );
         assert_eq!(c.audience.as_deref(), Some("aud"));
         assert_eq!(c.scope.as_deref(), Some("a b"));
         assert!(!format!("{c:?}").contains("s3cr3t"));
@@ -640,13 +659,13 @@ mod tests {
         assert_eq!(c.issuer_url.as_str(), "http://idp/");
         // Errors name the option and never quote the secret.
         let secret_key = r#"data:application/json,{"client_id":"i","client_secret":"TOPSECRET"}"#;
-        let no_issuer = format!(
-            r#"{{"privateKey":"{}"}}"#,
-            secret_key.replace('"', "\\\"")
-        );
+        let no_issuer = format!(r#"{{"privateKey":"{}"}}"#, secret_key.replace('"', "\\\""));
         for (params, expect) in [
             ("issuerUrl=x", "not JSON"),
-            (r#"{"type":"password","privateKey":"x"}"#, "'password' is not supported"),
+            (
+                r#"{"type":"password","privateKey":"x"}"#,
+                "'password' is not supported",
+            ),
             (r#"{"issuerUrl":"http://idp/"}"#, "need \"privateKey\""),
             (no_issuer.as_str(), "need \"issuerUrl\""),
             (
@@ -659,7 +678,10 @@ mod tests {
             ),
         ] {
             let e = format!("{:#}", oauth2(params).unwrap_err());
-            assert!(e.contains("auth-params") && e.contains(expect), "{params}: {e}");
+            assert!(
+                e.contains("auth-params") && e.contains(expect),
+                "{params}: {e}"
+            );
             assert!(!e.contains("TOPSECRET"), "{e}");
         }
     }
