@@ -210,6 +210,7 @@ async fn tls_with_the_broker_ca_hostname_verification_and_an_untrusted_broker() 
         ),
     ))
     .await?;
+    eprintln!("127.0.0.1 with hostname verification: {err}");
     assert!(
         err.contains(&by_ip) && err.contains("tls-hostname-verification-enable"),
         "{err}"
@@ -240,6 +241,7 @@ async fn tls_with_the_broker_ca_hostname_verification_and_an_untrusted_broker() 
         &token_auth(&token),
     ))
     .await?;
+    eprintln!("untrusted: {err}");
     assert!(
         err.contains(&tb.tls_url) && err.contains("tls-trust-certs-file-path"),
         "{err}"
@@ -261,6 +263,7 @@ async fn tls_with_the_broker_ca_hostname_verification_and_an_untrusted_broker() 
         Ok(job) => job.failure(WAIT).await,
         Err(e) => format!("{e:#}"),
     };
+    eprintln!("missing trust file: {err}");
     assert!(
         err.contains("'src'") && err.contains("tls-trust-certs-file-path") && err.contains(missing),
         "{err}"
@@ -536,6 +539,7 @@ async fn oauth2_client_credentials_read_refresh_and_a_wrong_secret() -> Result<(
         &oauth2_auth(&issuer.url, &bad_key),
     ))
     .await?;
+    eprintln!("wrong secret: {err}");
     assert!(
         err.contains(&issuer.url) && err.contains("401") && err.contains("invalid_client"),
         "{err}"
@@ -630,6 +634,7 @@ INSERT INTO b SELECT v FROM a;
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!out.status.success(), "{text}");
+    eprintln!("validate, missing trust file: {text}");
     assert!(
         text.contains("'a'")
             && text.contains("tls-trust-certs-file-path")

@@ -53,6 +53,8 @@ pub fn standalone_conf(
     for (k, v) in BASE {
         let _ = writeln!(out, "{k}={v}");
     }
+    // The bookie of the standalone advertises this address too (and may listen on loopback only then).
+    let _ = writeln!(out, "advertisedAddress=127.0.0.1");
     let _ = writeln!(out, "brokerServicePort={}", ports.broker);
     let _ = writeln!(out, "webServicePort={}", ports.web);
     match (tls, ports.tls_broker, ports.tls_web) {
@@ -78,9 +80,7 @@ pub fn standalone_conf(
             );
             let _ = writeln!(out, "internalListenerName=internal");
         }
-        _ => {
-            let _ = writeln!(out, "advertisedAddress=127.0.0.1");
-        }
+        _ => {}
     }
     if let Some((secret_key, admin_token)) = token {
         let _ = writeln!(out, "authenticationEnabled=true");
