@@ -57,30 +57,27 @@ pub fn standalone_conf(
     let _ = writeln!(out, "advertisedAddress=127.0.0.1");
     let _ = writeln!(out, "brokerServicePort={}", ports.broker);
     let _ = writeln!(out, "webServicePort={}", ports.web);
-    match (tls, ports.tls_broker, ports.tls_web) {
-        (Some(files), Some(tls_broker), Some(tls_web)) => {
-            let _ = writeln!(out, "brokerServicePortTls={tls_broker}");
-            let _ = writeln!(out, "webServicePortTls={tls_web}");
-            let _ = writeln!(
-                out,
-                "tlsCertificateFilePath={}",
-                files.server_cert.display()
-            );
-            let _ = writeln!(out, "tlsKeyFilePath={}", files.server_key.display());
-            let _ = writeln!(out, "tlsTrustCertsFilePath={}", files.ca_cert.display());
-            let _ = writeln!(out, "tlsAllowInsecureConnection=false");
-            let _ = writeln!(out, "tlsRequireTrustedClientCertOnConnect=false");
-            // Lookups answer with the advertised URLs, and a client follows them: the TLS one must
-            // name the host the certificate is valid for, or every lookup would fail hostname
-            // verification. The plaintext one stays on 127.0.0.1.
-            let _ = writeln!(
-                out,
-                "advertisedListeners=internal:pulsar://127.0.0.1:{},internal:pulsar+ssl://{SERVER_NAME}:{tls_broker}",
-                ports.broker
-            );
-            let _ = writeln!(out, "internalListenerName=internal");
-        }
-        _ => {}
+    if let (Some(files), Some(tls_broker), Some(tls_web)) = (tls, ports.tls_broker, ports.tls_web) {
+        let _ = writeln!(out, "brokerServicePortTls={tls_broker}");
+        let _ = writeln!(out, "webServicePortTls={tls_web}");
+        let _ = writeln!(
+            out,
+            "tlsCertificateFilePath={}",
+            files.server_cert.display()
+        );
+        let _ = writeln!(out, "tlsKeyFilePath={}", files.server_key.display());
+        let _ = writeln!(out, "tlsTrustCertsFilePath={}", files.ca_cert.display());
+        let _ = writeln!(out, "tlsAllowInsecureConnection=false");
+        let _ = writeln!(out, "tlsRequireTrustedClientCertOnConnect=false");
+        // Lookups answer with the advertised URLs, and a client follows them: the TLS one must
+        // name the host the certificate is valid for, or every lookup would fail hostname
+        // verification. The plaintext one stays on 127.0.0.1.
+        let _ = writeln!(
+            out,
+            "advertisedListeners=internal:pulsar://127.0.0.1:{},internal:pulsar+ssl://{SERVER_NAME}:{tls_broker}",
+            ports.broker
+        );
+        let _ = writeln!(out, "internalListenerName=internal");
     }
     if let Some((secret_key, admin_token)) = token {
         let _ = writeln!(out, "authenticationEnabled=true");
