@@ -124,14 +124,9 @@ fn main() -> ExitCode {
             }
         }),
         Command::Subscriptions { job: path, drop } => rt.block_on(async move {
-            let j = match job::load(&path, &registry).await {
+            let j = match load_job(&path, &registry).await {
                 Ok(j) => j,
-                Err(errors) => {
-                    for e in &errors.0 {
-                        eprintln!("error: {}: {e}", path.display());
-                    }
-                    return ExitCode::from(EXIT_INVALID);
-                }
+                Err(code) => return code,
             };
             match pulsar_connect::cli::subscriptions::run(&j, drop).await {
                 Ok(lines) => {
@@ -150,14 +145,9 @@ fn main() -> ExitCode {
             }
         }),
         Command::Run { job: path, state_dir, fresh, metrics_addr } => rt.block_on(async move {
-            let j = match job::load(&path, &registry).await {
+            let j = match load_job(&path, &registry).await {
                 Ok(j) => j,
-                Err(errors) => {
-                    for e in &errors.0 {
-                        eprintln!("error: {}: {e}", path.display());
-                    }
-                    return ExitCode::from(EXIT_INVALID);
-                }
+                Err(code) => return code,
             };
             for w in &j.catalog.warnings {
                 warn!("{w}");
@@ -195,6 +185,16 @@ fn main() -> ExitCode {
             }
         }),
     }
+}
+
+/// Loads a job file, printing every error (exit code 2 when it is invalid).
+async fn load_job(path: &std::path::Path, registry: &Registry) -> Result<job::Job, ExitCode> {
+    job::load(path, registry).await.map_err(|errors| {
+        for e in &errors.0 {
+            eprintln!("error: {}: {e}", path.display());
+        }
+        ExitCode::from(EXIT_INVALID)
+    })
 }
 
 /// First SIGINT/SIGTERM: graceful stop. Second: exit at once.

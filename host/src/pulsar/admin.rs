@@ -85,21 +85,7 @@ pub async fn get_json(
     config: &ClientConfig,
     path: &str,
 ) -> Result<serde_json::Value> {
-    let url = format!("{}{path}", admin_url.trim_end_matches('/'));
-    let (http, token) = rest_client(config).await?;
-    let mut req = http.get(&url);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.with_context(|| format!("GET {url}"))?;
-    let status = resp.status();
-    if !status.is_success() {
-        let body = resp.text().await.unwrap_or_default();
-        anyhow::bail!(
-            "GET {url} answered {status}: {}",
-            redact(body.trim(), &config.auth)
-        );
-    }
+    let (url, resp) = request(reqwest::Method::GET, admin_url, config, path).await?;
     resp.json()
         .await
         .with_context(|| format!("GET {url}: the answer is not JSON"))
@@ -108,20 +94,34 @@ pub async fn get_json(
 /// `DELETE {admin_url}{path}`, with the table's authentication and TLS settings. Errors name the URL
 /// and the broker's answer, never a secret.
 pub async fn delete(admin_url: &str, config: &ClientConfig, path: &str) -> Result<()> {
+    request(reqwest::Method::DELETE, admin_url, config, path).await?;
+    Ok(())
+}
+
+/// Sends one admin REST request; a non-success answer is an error with the (redacted) body.
+async fn request(
+    method: reqwest::Method,
+    admin_url: &str,
+    config: &ClientConfig,
+    path: &str,
+) -> Result<(String, reqwest::Response)> {
     let url = format!("{}{path}", admin_url.trim_end_matches('/'));
     let (http, token) = rest_client(config).await?;
-    let mut req = http.delete(&url);
+    let mut req = http.request(method.clone(), &url);
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }
-    let resp = req.send().await.with_context(|| format!("DELETE {url}"))?;
+    let resp = req
+        .send()
+        .await
+        .with_context(|| format!("{method} {url}"))?;
     let status = resp.status();
     if !status.is_success() {
         let body = resp.text().await.unwrap_or_default();
         anyhow::bail!(
-            "DELETE {url} answered {status}: {}",
+            "{method} {url} answered {status}: {}",
             redact(body.trim(), &config.auth)
         );
     }
-    Ok(())
+    Ok((url, resp))
 }

@@ -123,10 +123,14 @@ impl PulsarSink {
         if positions.is_empty() {
             return Ok(());
         }
-        if self.txn.is_none() {
-            self.txn = Some(self.open_txn().await?);
-        }
-        let txn = self.txn.expect("opened above");
+        let txn = match self.txn {
+            Some(t) => t,
+            None => {
+                let t = self.open_txn().await?;
+                self.txn = Some(t);
+                t
+            }
+        };
         let run = self.running().await?;
         for p in positions {
             run.client
