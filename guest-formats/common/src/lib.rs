@@ -5,6 +5,7 @@
 pub mod b64;
 pub mod cols;
 pub mod decimal;
+pub mod escape;
 #[cfg(feature = "golden")]
 pub mod golden;
 pub mod javanum;

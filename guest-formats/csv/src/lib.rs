@@ -43,26 +43,48 @@ pub struct CsvOptions {
     pub null_literal: Option<String>,
 }
 
+/// The value of option `name`, not trimmed (a tab is a valid delimiter), with its Java escapes replaced
+/// when `unescape` (Flink unescapes `field-delimiter`; we also unescape `escape-character` and
+/// `array-element-delimiter`, whose `'\t'` Flink takes literally or refuses).
+fn text_option(
+    options: &[(String, String)],
+    name: &str,
+    unescape: bool,
+) -> Result<Option<String>, ConfigError> {
+    match options.iter().find(|(n, _)| n == name) {
+        None => Ok(None),
+        Some((_, v)) if unescape => format_common::escape::unescape_java(v)
+            .map(Some)
+            .map_err(|e| config_error(Some(name), format!("Option '{name}': {e}"))),
+        Some((_, v)) => Ok(Some(v.clone())),
+    }
+}
+
 fn single_char(
     options: &[(String, String)],
     name: &str,
     default: Option<char>,
+    unescape: bool,
 ) -> Result<Option<char>, ConfigError> {
-    // Not trimmed: a tab is a valid delimiter.
-    match options
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
-    {
+    match text_option(options, name, unescape)? {
         None => Ok(default),
         Some(v) => {
             let mut chars = v.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Ok(Some(c)),
-                _ => Err(config_error(
-                    Some(name),
-                    format!("Option '{name}' must be a string with single character, but was: {v}"),
-                )),
+                _ => {
+                    let written = options
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, v)| v.as_str())
+                        .unwrap_or_default();
+                    Err(config_error(
+                        Some(name),
+                        format!(
+                            "Option '{name}' must be a string with single character, but was: {written}"
+                        ),
+                    ))
+                }
             }
         }
     }
@@ -78,23 +100,20 @@ impl CsvOptions {
                 "Format cannot define a quote character and disabled quote character at the same time.",
             ));
         }
-        let delimiter = single_char(options, "field-delimiter", Some(','))?.unwrap_or(',');
+        let delimiter = single_char(options, "field-delimiter", Some(','), true)?.unwrap_or(',');
         let quote = if disable_quote {
             None
         } else {
-            single_char(options, "quote-character", Some('"'))?
+            single_char(options, "quote-character", Some('"'), false)?
         };
         Ok(CsvOptions {
             delimiter,
             quote,
             allow_comments: bool_option(options, "allow-comments", false)?,
             ignore_parse_errors: bool_option(options, "ignore-parse-errors", false)?,
-            array_delimiter: options
-                .iter()
-                .find(|(n, _)| n == "array-element-delimiter")
-                .map(|(_, v)| v.clone())
+            array_delimiter: text_option(options, "array-element-delimiter", true)?
                 .unwrap_or_else(|| ";".into()),
-            escape: single_char(options, "escape-character", None)?,
+            escape: single_char(options, "escape-character", None, true)?,
             null_literal: option(options, "null-literal").map(|_| {
                 options
                     .iter()

@@ -67,3 +67,38 @@ fn option_errors() {
     );
     assert!(csv_format::decoder(&o("no-such-option", "x"), &rt).is_err());
 }
+
+#[test]
+fn delimiter_options_take_java_escapes() {
+    use format_common::Value;
+    let rt = golden::row_type(&[
+        ("a".into(), "INT".into()),
+        ("b".into(), "ARRAY<STRING>".into()),
+    ]);
+    let opts = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    // `'\t'` written in SQL reaches the format as backslash + t: Flink reads a tab.
+    let o = csv_format::CsvOptions::parse(&opts(&[
+        ("field-delimiter", "\\t"),
+        ("array-element-delimiter", "\\u007c"),
+        ("escape-character", "\\\\"),
+    ]))
+    .unwrap();
+    assert_eq!(o.delimiter, '\t');
+    assert_eq!(o.array_delimiter, "|");
+    assert_eq!(o.escape, Some('\\'));
+    let encoder = csv_format::encoder(&opts(&[("field-delimiter", "\\t")]), &rt).unwrap();
+    let rows = vec![vec![
+        Value::I32(1),
+        Value::Array(vec![Value::String("x".into()), Value::String("y".into())]),
+    ]];
+    let encoded = encoder.encode(&golden::batch(&rt, &rows)).unwrap();
+    assert_eq!(golden::payload(&encoded, 0), b"1\tx;y");
+    // Still one character after unescaping; the quote is taken as written (as Flink does).
+    assert!(csv_format::CsvOptions::parse(&opts(&[("field-delimiter", "\\t\\t")])).is_err());
+    assert!(csv_format::CsvOptions::parse(&opts(&[("quote-character", "''")])).is_err());
+}
