@@ -39,7 +39,7 @@ import java.util.TimeZone;
 import static io.pulsarconnect.golden.Values.F;
 
 /**
- * Writes the golden vectors of Flink 1.18.1's json/avro/csv/raw formats. Usage: GenerateGoldenVectors OUT_DIR.
+ * Writes the golden vectors of Flink 1.18.1's json/avro/csv/raw formats and of its print connector (PrintVectors). Usage: GenerateGoldenVectors OUT_DIR.
  * Every output is a pure function of this program, table-spec.json and the Flink jars (no clocks, no randomness).
  */
 public final class GenerateGoldenVectors {
@@ -109,6 +109,7 @@ public final class GenerateGoldenVectors {
         avroVectors(ctx);
         csvVectors(ctx);
         rawVectors();
+        PrintVectors.write(ctx);
         System.err.println("golden vectors: wrote " + files + " files under " + out);
     }
 
