@@ -16,6 +16,7 @@ import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.flink.table.runtime.typeutils.RowDataSerializer;
 import org.apache.flink.table.types.DataType;
 import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.types.Row;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -59,13 +60,17 @@ final class PrintVectors {
         RowType type = c.all.rowType();
         List<RowData> rows = new ArrayList<>();
         for (JsonNode r : c.rows) rows.add(Values.toRow(r, type));
-        List<String> lines = printJob(c.all, rows, GenerateGoldenVectors.opts()).lines;
+        Printed p = printJob(c.all, rows, GenerateGoldenVectors.opts());
 
         ObjectNode doc = header(GenerateGoldenVectors.opts());
         doc.put("table", c.all.name);
         doc.set("columns", c.all.columnsJson());
         ArrayNode vs = doc.putArray("lines");
-        for (int i = 0; i < rows.size(); i++) vs.addObject().put("row", i).put("name", c.rowNames.get(i)).put("line", lines.get(i));
+        for (int i = 0; i < rows.size(); i++) {
+            ObjectNode v = vs.addObject().put("row", i).put("name", c.rowNames.get(i)).put("line", p.lines.get(i));
+            ArrayNode fs = v.putArray("fields");
+            p.fields.get(i).forEach(fs::add);
+        }
         GenerateGoldenVectors.write("print/all-types.json", doc);
     }
 
@@ -195,7 +200,9 @@ final class PrintVectors {
     static final class Printed {
         final String printed;
         final List<String> lines;
-        Printed(String printed, List<String> lines) { this.printed = printed; this.lines = lines; }
+        /** Per row, the text of each field inside the line (Row.of(field).toString() without "+I[" and "]"). */
+        final List<List<String>> fields;
+        Printed(String printed, List<String> lines, List<List<String>> fields) { this.printed = printed; this.lines = lines; this.fields = fields; }
     }
 
     /**
@@ -224,7 +231,20 @@ final class PrintVectors {
         List<String> lines = new ArrayList<>();
         // the rows reach the sink as BinaryRowData (serialized between operators), as here
         RowDataSerializer ser = new RowDataSerializer(t.rowType());
-        for (RowData row : rows) lines.add(conv.toExternal(ser.toBinaryRow(row).copy()).toString());
+        List<List<String>> fields = new ArrayList<>();
+        for (RowData row : rows) {
+            Row external = (Row) conv.toExternal(ser.toBinaryRow(row).copy());
+            lines.add(external.toString());
+            List<String> fs = new ArrayList<>();
+            for (int i = 0; i < external.getArity(); i++) {
+                String one = Row.of(external.getField(i)).toString();
+                fs.add(one.substring(3, one.length() - 1));
+            }
+            if (!("+I[" + String.join(", ", fs) + "]").equals(external.toString())) {
+                throw new IllegalStateException("field texts do not make up the line: " + external);
+            }
+            fields.add(fs);
+        }
 
         PrintStream saved = System.out;
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
@@ -243,7 +263,7 @@ final class PrintVectors {
             throw new IllegalStateException("the print connector printed for " + t.name + ":\n" + printed
                     + "\n--- but Row.toString() of the rows gives:\n" + expected);
         }
-        return new Printed(printed, lines);
+        return new Printed(printed, lines, fields);
     }
 
     static ObjectNode header(Map<String, String> options) {
