@@ -1,181 +1,206 @@
-//! Flink's textual row format (`Row.toString()` of the print connector).
+//! The text Flink's `print` connector writes for a row: its `RowDataPrintFunction` converts the row to an external
+//! `Row` (`String`, `Float`, `BigDecimal`, `byte[]`, `LocalDateTime`, `Instant`, `Integer[]`, `HashMap`, nested
+//! `Row`) and prints `Row.toString()`: `+I[v1, v2, ...]`, NULL as `null` at every depth, strings as they are.
+//! Each value is written as Java writes that object; `tests/golden/vectors/print` holds Flink 1.18.1's own lines for
+//! every type (checked by `tests/print/golden_print.rs`).
 
 use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::datatypes::{DataType, TimeUnit, *};
+use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
-use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
+
+use super::java_float::{double_to_string, float_to_string};
+use super::java_hash_map::{iteration_order, key_hash, timestamp_value};
+use super::java_time;
 
 /// `+I[v1, v2, ...]` for one row.
 pub fn format_row(batch: &RecordBatch, row: usize) -> String {
-    let mut s = String::from("+I[");
-    for (i, col) in batch.columns().iter().enumerate() {
-        if i > 0 {
-            s.push_str(", ");
-        }
-        s.push_str(&format_value(col, row));
-    }
-    s.push(']');
+    let mut s = String::with_capacity(64);
+    write_fields(&mut s, batch.columns().iter().map(|c| c.as_ref()), row);
     s
 }
 
-/// Java `LocalDateTime.toString()`: seconds and fraction only when non-zero, fraction in groups of 3 digits.
-fn java_time_fraction(nanos: u32, secs: u32, out: &mut String) {
-    if secs == 0 && nanos == 0 {
+/// One value as `Row.toString()` writes it (`null` for NULL).
+pub fn format_value(col: &ArrayRef, row: usize) -> String {
+    let mut s = String::new();
+    write_value(&mut s, col.as_ref(), row);
+    s
+}
+
+/// `+I[...]`: a row (top level or nested ROW) is printed with its row kind, always INSERT here.
+fn write_fields<'a>(out: &mut String, columns: impl Iterator<Item = &'a dyn Array>, row: usize) {
+    out.push_str("+I[");
+    for (i, col) in columns.enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_value(out, col, row);
+    }
+    out.push(']');
+}
+
+fn write_value(out: &mut String, col: &dyn Array, row: usize) {
+    if col.is_null(row) {
+        out.push_str("null");
         return;
     }
-    out.push_str(&format!(":{secs:02}"));
-    if nanos > 0 {
-        if nanos.is_multiple_of(1_000_000) {
-            out.push_str(&format!(".{:03}", nanos / 1_000_000));
-        } else if nanos.is_multiple_of(1000) {
-            out.push_str(&format!(".{:06}", nanos / 1000));
-        } else {
-            out.push_str(&format!(".{nanos:09}"));
-        }
-    }
-}
-
-fn local_date_time(dt: NaiveDateTime) -> String {
-    use chrono::Timelike;
-    let mut s = dt.format("%Y-%m-%dT%H:%M").to_string();
-    java_time_fraction(dt.nanosecond(), dt.second(), &mut s);
-    s
-}
-
-fn local_time(t: NaiveTime) -> String {
-    use chrono::Timelike;
-    let mut s = t.format("%H:%M").to_string();
-    java_time_fraction(t.nanosecond(), t.second(), &mut s);
-    s
-}
-
-/// Java `Double.toString` for ordinary magnitudes (`1.0`, `0.5`), Rust's shortest form otherwise.
-fn java_double(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
-        }
-    } else if v.fract() == 0.0 && v.abs() < 1e7 {
-        format!("{v:.1}")
-    } else {
-        format!("{v}")
-    }
-}
-
-fn timestamp(unit: &TimeUnit, v: i64) -> Option<NaiveDateTime> {
-    let dt = match unit {
-        TimeUnit::Second => DateTime::from_timestamp(v, 0),
-        TimeUnit::Millisecond => DateTime::from_timestamp_millis(v),
-        TimeUnit::Microsecond => DateTime::from_timestamp_micros(v),
-        TimeUnit::Nanosecond => Some(DateTime::from_timestamp_nanos(v)),
-    };
-    dt.map(|d| d.naive_utc())
-}
-
-/// One value in Flink's notation (`null` for NULL).
-pub fn format_value(col: &ArrayRef, row: usize) -> String {
-    if col.is_null(row) {
-        return "null".into();
-    }
     match col.data_type() {
-        DataType::Utf8 => col.as_string::<i32>().value(row).to_string(),
-        DataType::LargeUtf8 => col.as_string::<i64>().value(row).to_string(),
-        DataType::Utf8View => col.as_string_view().value(row).to_string(),
-        DataType::Boolean => col.as_boolean().value(row).to_string(),
-        DataType::Int8 => col.as_primitive::<Int8Type>().value(row).to_string(),
-        DataType::Int16 => col.as_primitive::<Int16Type>().value(row).to_string(),
-        DataType::Int32 => col.as_primitive::<Int32Type>().value(row).to_string(),
-        DataType::Int64 => col.as_primitive::<Int64Type>().value(row).to_string(),
-        DataType::UInt8 => col.as_primitive::<UInt8Type>().value(row).to_string(),
-        DataType::UInt16 => col.as_primitive::<UInt16Type>().value(row).to_string(),
-        DataType::UInt32 => col.as_primitive::<UInt32Type>().value(row).to_string(),
-        DataType::UInt64 => col.as_primitive::<UInt64Type>().value(row).to_string(),
-        DataType::Float32 => java_double(col.as_primitive::<Float32Type>().value(row) as f64),
-        DataType::Float64 => java_double(col.as_primitive::<Float64Type>().value(row)),
-        DataType::Decimal128(_, s) => {
-            let v = col.as_primitive::<Decimal128Type>().value(row);
-            Decimal128Type::format_decimal(v, 38, *s)
-        }
-        DataType::Binary => bytes(col.as_binary::<i32>().value(row)),
-        DataType::LargeBinary => bytes(col.as_binary::<i64>().value(row)),
-        DataType::BinaryView => bytes(col.as_binary_view().value(row)),
+        DataType::Utf8 => out.push_str(col.as_string::<i32>().value(row)),
+        DataType::LargeUtf8 => out.push_str(col.as_string::<i64>().value(row)),
+        DataType::Utf8View => out.push_str(col.as_string_view().value(row)),
+        DataType::Boolean => out.push_str(if col.as_boolean().value(row) {
+            "true"
+        } else {
+            "false"
+        }),
+        DataType::Int8 => out.push_str(&col.as_primitive::<Int8Type>().value(row).to_string()),
+        DataType::Int16 => out.push_str(&col.as_primitive::<Int16Type>().value(row).to_string()),
+        DataType::Int32 => out.push_str(&col.as_primitive::<Int32Type>().value(row).to_string()),
+        DataType::Int64 => out.push_str(&col.as_primitive::<Int64Type>().value(row).to_string()),
+        DataType::UInt8 => out.push_str(&col.as_primitive::<UInt8Type>().value(row).to_string()),
+        DataType::UInt16 => out.push_str(&col.as_primitive::<UInt16Type>().value(row).to_string()),
+        DataType::UInt32 => out.push_str(&col.as_primitive::<UInt32Type>().value(row).to_string()),
+        DataType::UInt64 => out.push_str(&col.as_primitive::<UInt64Type>().value(row).to_string()),
+        DataType::Float32 => out.push_str(&float_to_string(
+            col.as_primitive::<Float32Type>().value(row),
+        )),
+        DataType::Float64 => out.push_str(&double_to_string(
+            col.as_primitive::<Float64Type>().value(row),
+        )),
+        DataType::Decimal128(_, scale) => big_decimal(
+            out,
+            col.as_primitive::<Decimal128Type>().value(row),
+            i32::from(*scale),
+        ),
+        DataType::Binary => bytes(out, col.as_binary::<i32>().value(row)),
+        DataType::LargeBinary => bytes(out, col.as_binary::<i64>().value(row)),
+        DataType::BinaryView => bytes(out, col.as_binary_view().value(row)),
+        DataType::FixedSizeBinary(_) => bytes(out, col.as_fixed_size_binary().value(row)),
         DataType::Date32 => {
-            let d = col.as_primitive::<Date32Type>().value(row);
-            NaiveDate::from_num_days_from_ce_opt(d + 719_163)
-                .map(|d| d.to_string())
-                .unwrap_or_else(|| d.to_string())
+            java_time::local_date(out, i64::from(col.as_primitive::<Date32Type>().value(row)))
         }
-        DataType::Time32(TimeUnit::Millisecond) => {
-            let v = col.as_primitive::<Time32MillisecondType>().value(row);
-            NaiveTime::from_num_seconds_from_midnight_opt(
-                (v / 1000) as u32,
-                ((v % 1000) * 1_000_000) as u32,
-            )
-            .map(local_time)
-            .unwrap_or_default()
+        DataType::Time32(unit) => {
+            let v = match unit {
+                TimeUnit::Second => col.as_primitive::<Time32SecondType>().value(row),
+                _ => col.as_primitive::<Time32MillisecondType>().value(row),
+            };
+            java_time::local_time(out, java_time::nano_of_day(i64::from(v), *unit))
         }
         DataType::Time64(unit) => {
-            let ns = match unit {
-                TimeUnit::Microsecond => {
-                    col.as_primitive::<Time64MicrosecondType>().value(row) * 1000
-                }
+            let v = match unit {
+                TimeUnit::Microsecond => col.as_primitive::<Time64MicrosecondType>().value(row),
                 _ => col.as_primitive::<Time64NanosecondType>().value(row),
             };
-            NaiveTime::from_num_seconds_from_midnight_opt(
-                (ns / 1_000_000_000) as u32,
-                (ns % 1_000_000_000) as u32,
-            )
-            .map(local_time)
-            .unwrap_or_default()
+            java_time::local_time(out, java_time::nano_of_day(v, *unit))
         }
         DataType::Timestamp(unit, tz) => {
-            let v = match unit {
-                TimeUnit::Second => col.as_primitive::<TimestampSecondType>().value(row),
-                TimeUnit::Millisecond => col.as_primitive::<TimestampMillisecondType>().value(row),
-                TimeUnit::Microsecond => col.as_primitive::<TimestampMicrosecondType>().value(row),
-                TimeUnit::Nanosecond => col.as_primitive::<TimestampNanosecondType>().value(row),
-            };
-            match timestamp(unit, v) {
-                // TIMESTAMP_LTZ prints as a Java Instant (UTC, `Z`).
-                Some(dt) if tz.is_some() => format!("{}Z", local_date_time(dt)),
-                Some(dt) => local_date_time(dt),
-                None => v.to_string(),
+            let (secs, nanos) = java_time::split_epoch(timestamp_value(col, row, *unit), *unit);
+            // TIMESTAMP_LTZ becomes an Instant, TIMESTAMP a LocalDateTime
+            if tz.is_some() {
+                java_time::instant(out, secs, nanos)
+            } else {
+                java_time::local_date_time(out, secs, nanos)
             }
         }
-        DataType::List(_) => {
-            let l = col.as_list::<i32>();
-            let values = l.value(row);
-            let items: Vec<String> = (0..values.len())
-                .map(|i| format_value(&values, i))
-                .collect();
-            format!("[{}]", items.join(", "))
-        }
-        DataType::Map(_, _) => {
-            let m = col.as_map();
-            let entries = m.value(row);
-            let (k, v) = (entries.column(0).clone(), entries.column(1).clone());
-            let items: Vec<String> = (0..entries.len())
-                .map(|i| format!("{}={}", format_value(&k, i), format_value(&v, i)))
-                .collect();
-            format!("{{{}}}", items.join(", "))
-        }
+        DataType::List(_) => list(out, col.as_list::<i32>().value(row).as_ref()),
+        DataType::LargeList(_) => list(out, col.as_list::<i64>().value(row).as_ref()),
+        DataType::FixedSizeList(_, _) => list(out, col.as_fixed_size_list().value(row).as_ref()),
+        DataType::Map(_, _) => map(out, col, row),
         DataType::Struct(_) => {
             let st = col.as_struct();
-            let items: Vec<String> = st.columns().iter().map(|c| format_value(c, row)).collect();
-            format!("+I[{}]", items.join(", "))
+            write_fields(out, st.columns().iter().map(|c| c.as_ref()), row);
         }
-        _ => arrow::util::display::array_value_to_string(col, row).unwrap_or_else(|_| "?".into()),
+        _ => out.push_str(
+            &arrow::util::display::array_value_to_string(col, row).unwrap_or_else(|_| "?".into()),
+        ),
     }
 }
 
-/// Java `Arrays.toString(byte[])`: signed bytes.
-fn bytes(b: &[u8]) -> String {
-    let items: Vec<String> = b.iter().map(|x| (*x as i8).to_string()).collect();
-    format!("[{}]", items.join(", "))
+/// An ARRAY (`Object[]` of the element objects): `[a, b, null]`.
+fn list(out: &mut String, values: &dyn Array) {
+    out.push('[');
+    for i in 0..values.len() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_value(out, values, i);
+    }
+    out.push(']');
+}
+
+/// A MAP (a `java.util.HashMap`): `{k1=v1, k2=v2}` in the HashMap's iteration order.
+fn map(out: &mut String, col: &dyn Array, row: usize) {
+    let entries = col.as_map().value(row);
+    let (keys, values) = (entries.column(0).as_ref(), entries.column(1).as_ref());
+    let texts: Vec<String> = (0..entries.len())
+        .map(|i| {
+            let mut s = String::new();
+            write_value(&mut s, keys, i);
+            s
+        })
+        .collect();
+    let hashes: Vec<Option<i32>> = (0..entries.len()).map(|i| key_hash(keys, i)).collect();
+    out.push('{');
+    for (n, (k, v)) in iteration_order(&hashes, &texts).into_iter().enumerate() {
+        if n > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&texts[k]);
+        out.push('=');
+        write_value(out, values, v);
+    }
+    out.push('}');
+}
+
+/// `Arrays.toString(byte[])`: signed bytes, `[1, -1]`.
+fn bytes(out: &mut String, b: &[u8]) {
+    out.push('[');
+    for (i, x) in b.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&(*x as i8).to_string());
+    }
+    out.push(']');
+}
+
+/// `BigDecimal.toString()`: plain when the scale is positive and the exponent not below -6 (`0.0001`,
+/// `1.000000000000000000`), otherwise scientific (`1E-18`, `0E-18`, `1.2E+3` for a negative scale).
+fn big_decimal(out: &mut String, unscaled: i128, scale: i32) {
+    let coeff = unscaled.unsigned_abs().to_string();
+    if unscaled < 0 {
+        out.push('-');
+    }
+    if scale == 0 {
+        out.push_str(&coeff);
+        return;
+    }
+    let len = coeff.len() as i32;
+    let adjusted = len - 1 - scale;
+    if scale > 0 && adjusted >= -6 {
+        if len > scale {
+            let point = (len - scale) as usize;
+            out.push_str(&coeff[..point]);
+            out.push('.');
+            out.push_str(&coeff[point..]);
+        } else {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (scale - len) as usize));
+            out.push_str(&coeff);
+        }
+    } else {
+        out.push_str(&coeff[..1]);
+        if len > 1 {
+            out.push('.');
+            out.push_str(&coeff[1..]);
+        }
+        if adjusted != 0 {
+            out.push('E');
+            if adjusted > 0 {
+                out.push('+');
+            }
+            out.push_str(&adjusted.to_string());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +224,7 @@ mod tests {
                 DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
                 true,
             ),
+            Field::new("f", DataType::Float32, true),
         ]));
         let batch = RecordBatch::try_new(
             schema,
@@ -209,18 +235,40 @@ mod tests {
                     1_583_673_131_123,
                     1_583_673_120_000,
                 ])),
-                Arc::new(Float64Array::from(vec![1.0, 0.25])),
-                Arc::new(TimestampMillisecondArray::from(vec![0, 0]).with_timezone("UTC")),
+                Arc::new(Float64Array::from(vec![1.0, 1.0e7])),
+                Arc::new(TimestampMillisecondArray::from(vec![0, -1]).with_timezone("UTC")),
+                Arc::new(Float32Array::from(vec![0.1, f32::MAX])),
             ],
         )
         .unwrap();
         assert_eq!(
             format_row(&batch, 0),
-            "+I[1, x, 2020-03-08T13:12:11.123, 1.0, 1970-01-01T00:00Z]"
+            "+I[1, x, 2020-03-08T13:12:11.123, 1.0, 1970-01-01T00:00:00Z, 0.1]"
         );
         assert_eq!(
             format_row(&batch, 1),
-            "+I[null, y, 2020-03-08T13:12, 0.25, 1970-01-01T00:00Z]"
+            "+I[null, y, 2020-03-08T13:12, 1.0E7, 1969-12-31T23:59:59.999Z, 3.4028235E38]"
         );
+    }
+
+    #[test]
+    fn big_decimal_text() {
+        for (unscaled, scale, text) in [
+            (0, 18, "0E-18"),
+            (1, 18, "1E-18"),
+            (-1, 18, "-1E-18"),
+            (1_000_000_000_000_000_000, 18, "1.000000000000000000"),
+            (0, 2, "0.00"),
+            (-1, 2, "-0.01"),
+            (1, 6, "0.000001"),
+            (1, 7, "1E-7"),
+            (123_456, 7, "0.0123456"),
+            (1_234_567_890, 0, "1234567890"),
+            (12, -2, "1.2E+3"),
+        ] {
+            let mut s = String::new();
+            big_decimal(&mut s, unscaled, scale);
+            assert_eq!(s, text, "{unscaled} scale {scale}");
+        }
     }
 }

@@ -1,10 +1,14 @@
-//! `print`: writes every row to stdout (or stderr) in Flink's row format, `+I[1, foo, 2020-03-08T13:12:11.123]`,
-//! prefixed with `<print-identifier>> ` when an identifier is set.
+//! `print`: writes every row to stdout (or stderr) as Flink's print connector does, `+I[1, foo, 2020-03-08T13:12:11.123]`
+//! (see [`format`]), prefixed with `<print-identifier>> ` when a non-empty identifier is set.
 //!
 //! Output goes through a buffer that is flushed at every checkpoint and at the end, so with stdout redirected to
 //! a file the rows covered by a checkpoint are in the file: this is the recording sink of the crash test.
 
+mod big_integer;
 mod format;
+mod java_float;
+mod java_hash_map;
+mod java_time;
 
 use std::io::Write;
 use std::sync::LazyLock;
@@ -19,6 +23,24 @@ use crate::connectors::{ConnectorFactory, Sink, Source};
 use crate::options::{OptionDecl, OptionSet};
 
 pub use format::{format_row, format_value};
+pub use java_float::{double_to_string, float_to_string};
+
+/// Flink's `PrintSinkOutputWriter` prefix: the identifier, then `:<subtask + 1>` (or just `<subtask + 1>`) when
+/// the sink runs more than one subtask, then `> ` unless all that is empty. pulsar-connect runs one writer
+/// (`subtasks` = 1), so an empty or absent identifier prints no prefix at all.
+pub fn line_prefix(identifier: Option<&str>, subtask: usize, subtasks: usize) -> String {
+    let mut prefix = identifier.unwrap_or_default().to_string();
+    if subtasks > 1 {
+        if !prefix.is_empty() {
+            prefix.push(':');
+        }
+        prefix.push_str(&(subtask + 1).to_string());
+    }
+    if !prefix.is_empty() {
+        prefix.push_str("> ");
+    }
+    prefix
+}
 
 static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
     OptionSet::new(
@@ -70,10 +92,7 @@ impl ConnectorFactory for PrintFactory {
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
         let o = &table.options;
         Ok(Box::new(PrintSink {
-            prefix: o
-                .get("print-identifier")
-                .map(|p| format!("{p}> "))
-                .unwrap_or_default(),
+            prefix: line_prefix(o.get("print-identifier"), 0, 1),
             stderr: o.get_bool("standard-error").unwrap_or(false),
             ratio: o.get_f64("print-sample-ratio").unwrap_or(1.0),
             buf: Vec::with_capacity(64 * 1024),
@@ -131,5 +150,19 @@ impl Sink for PrintSink {
 
     async fn close(&mut self) -> Result<()> {
         self.drain()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_prefix;
+
+    #[test]
+    fn prefix_as_flink_print_sink_output_writer() {
+        assert_eq!(line_prefix(None, 0, 1), "");
+        assert_eq!(line_prefix(Some(""), 0, 1), "");
+        assert_eq!(line_prefix(Some("golden"), 0, 1), "golden> ");
+        assert_eq!(line_prefix(Some("golden"), 1, 2), "golden:2> ");
+        assert_eq!(line_prefix(None, 0, 2), "1> ");
     }
 }
