@@ -7,7 +7,9 @@
 //! expressions; a last step maps the query's columns onto the sink's columns (implicit casts, NULL for columns
 //! not listed, NOT NULL enforcement).
 
+mod naming;
 mod transform;
+mod type_planner;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,6 +21,7 @@ use arrow::record_batch::RecordBatch;
 use datafusion::catalog::MemTable;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::{ViewTable, provider_as_source};
+use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, col};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -56,14 +59,20 @@ impl PipelinePlan {
     }
 }
 
-/// The DataFusion session the planner uses: identifiers are case-sensitive as in Flink.
+/// The DataFusion session the planner uses: identifiers are case-sensitive as in Flink, and the target type of a
+/// CAST is a Flink type ([`type_planner`]).
 pub fn session() -> SessionContext {
     let mut config = SessionConfig::new()
         .with_target_partitions(1)
         .with_information_schema(false);
     config.options_mut().sql_parser.enable_ident_normalization = false;
     config.options_mut().execution.time_zone = Some("UTC".into());
-    SessionContext::new_with_config(config)
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_type_planner(Arc::new(type_planner::FlinkTypePlanner))
+        .build();
+    SessionContext::new_with_state(state)
 }
 
 fn base_name(table: &str) -> String {
@@ -264,8 +273,7 @@ async fn plan_insert(
 
     let qpos = insert.query_pos;
     let state = ctx.state();
-    let plan = state
-        .create_logical_plan(&insert.query)
+    let plan = naming::plan_query(&state, &insert.query)
         .await
         .map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {}", sink.name(), short(&e)))?;
     if let Some(what) = stateful_node(&plan) {

@@ -2,18 +2,22 @@
 //!
 //! Statement structure (DDL, `SET`, `INSERT`, `EXECUTE STATEMENT SET`) is parsed here by hand over the tokens
 //! of `sqlparser`'s tokenizer (which knows back-quoted identifiers, string escapes and both comment styles and
-//! gives every token a line and column). Expressions and queries are not interpreted here: their tokens are
+//! gives every token a line and column; [`cursor`]). Data types have their own grammar ([`type_parser`]), used by
+//! DDL and by the type of every `CAST` alike. Expressions and queries are not interpreted here: their tokens are
 //! re-emitted as DataFusion SQL text ([`translate`]) and planned by DataFusion in the planner.
 
+mod cursor;
 pub mod translate;
+mod type_parser;
 pub mod types;
 
 use std::fmt;
 
-use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::Token;
 
+use cursor::Parser;
+pub use type_parser::parse_type;
 pub use types::{FlinkType, RowField, TypeKind};
 
 /// A position in the job file (1-based).
@@ -120,26 +124,7 @@ pub struct Insert {
 
 /// Parses a whole job file.
 pub fn parse_script(text: &str) -> Result<Vec<Statement>> {
-    let dialect = GenericDialect {};
-    let tokens = Tokenizer::new(&dialect, text)
-        .with_unescape(false)
-        .tokenize_with_location()
-        .map_err(|e| SqlError {
-            pos: Pos {
-                line: e.location.line,
-                column: e.location.column,
-            },
-            message: e.message.clone(),
-        })?;
-    let tokens: Vec<TokenWithSpan> = tokens
-        .into_iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect();
-    let mut p = Parser {
-        tokens,
-        idx: 0,
-        end_pos: end_pos(text),
-    };
+    let mut p = Parser::new(cursor::tokenize(text)?, cursor::end_pos(text));
     let mut out = Vec::new();
     loop {
         while p.eat(&Token::SemiColon) {}
@@ -149,22 +134,6 @@ pub fn parse_script(text: &str) -> Result<Vec<Statement>> {
         out.push(p.statement()?);
     }
     Ok(out)
-}
-
-fn end_pos(text: &str) -> Pos {
-    let line = text.lines().count().max(1) as u64;
-    let column = text
-        .lines()
-        .last()
-        .map(|l| l.chars().count() as u64 + 1)
-        .unwrap_or(1);
-    Pos { line, column }
-}
-
-struct Parser {
-    tokens: Vec<TokenWithSpan>,
-    idx: usize,
-    end_pos: Pos,
 }
 
 /// Keywords that start a statement; a statement that is not closed with `;` ends where one of them appears at
@@ -179,171 +148,6 @@ const STATEMENT_STARTS: &[Keyword] = &[
 ];
 
 impl Parser {
-    fn at_end(&self) -> bool {
-        self.idx >= self.tokens.len() || matches!(self.tokens[self.idx].token, Token::EOF)
-    }
-
-    fn peek(&self) -> &Token {
-        self.tokens
-            .get(self.idx)
-            .map(|t| &t.token)
-            .unwrap_or(&Token::EOF)
-    }
-
-    fn peek_at(&self, n: usize) -> &Token {
-        self.tokens
-            .get(self.idx + n)
-            .map(|t| &t.token)
-            .unwrap_or(&Token::EOF)
-    }
-
-    fn pos(&self) -> Pos {
-        match self.tokens.get(self.idx) {
-            Some(t) if !matches!(t.token, Token::EOF) => Pos {
-                line: t.span.start.line,
-                column: t.span.start.column,
-            },
-            _ => self.end_pos,
-        }
-    }
-
-    fn err<T>(&self, message: impl Into<String>) -> Result<T> {
-        Err(SqlError {
-            pos: self.pos(),
-            message: message.into(),
-        })
-    }
-
-    fn describe(&self) -> String {
-        if self.at_end() {
-            "end of file".to_string()
-        } else {
-            format!("'{}'", self.peek())
-        }
-    }
-
-    fn next(&mut self) -> Token {
-        let t = self.peek().clone();
-        if !self.at_end() {
-            self.idx += 1;
-        }
-        t
-    }
-
-    fn eat(&mut self, token: &Token) -> bool {
-        if self.peek() == token {
-            self.idx += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn is_kw(&self, kw: Keyword) -> bool {
-        matches!(self.peek(), Token::Word(w) if w.quote_style.is_none() && w.keyword == kw)
-    }
-
-    fn is_word(&self, word: &str) -> bool {
-        matches!(self.peek(), Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
-    }
-
-    fn eat_kw(&mut self, kw: Keyword) -> bool {
-        if self.is_kw(kw) {
-            self.idx += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn eat_word(&mut self, word: &str) -> bool {
-        if self.is_word(word) {
-            self.idx += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn expect_kw(&mut self, kw: Keyword, what: &str) -> Result<()> {
-        if self.eat_kw(kw) {
-            Ok(())
-        } else {
-            self.err(format!("expected {what}, found {}", self.describe()))
-        }
-    }
-
-    fn expect(&mut self, token: &Token, what: &str) -> Result<()> {
-        if self.eat(token) {
-            Ok(())
-        } else {
-            self.err(format!("expected {what}, found {}", self.describe()))
-        }
-    }
-
-    fn expect_gt(&mut self) -> Result<()> {
-        match self.peek() {
-            Token::Gt => {
-                self.idx += 1;
-                Ok(())
-            }
-            Token::ShiftRight => {
-                // `>>`: consume one `>` and leave the other.
-                self.tokens[self.idx].token = Token::Gt;
-                self.tokens[self.idx].span.start.column += 1;
-                Ok(())
-            }
-            _ => self.err(format!("expected '>', found {}", self.describe())),
-        }
-    }
-
-    /// An identifier, possibly qualified (`catalog.db.table`): the last part is the name.
-    fn ident(&mut self, what: &str) -> Result<String> {
-        match self.peek().clone() {
-            Token::Word(w) => {
-                self.idx += 1;
-                Ok(w.value)
-            }
-            _ => self.err(format!("expected {what}, found {}", self.describe())),
-        }
-    }
-
-    fn table_name(&mut self) -> Result<String> {
-        let mut name = self.ident("a table name")?;
-        while self.eat(&Token::Period) {
-            name = self.ident("a table name")?;
-        }
-        Ok(name)
-    }
-
-    fn string(&mut self, what: &str) -> Result<String> {
-        match self.peek().clone() {
-            Token::SingleQuotedString(s) => {
-                self.idx += 1;
-                Ok(s.replace("''", "'"))
-            }
-            _ => self.err(format!(
-                "expected {what} (a quoted string), found {}",
-                self.describe()
-            )),
-        }
-    }
-
-    fn number(&mut self, what: &str) -> Result<u32> {
-        match self.peek().clone() {
-            Token::Number(n, _) => match n.parse::<u32>() {
-                Ok(v) => {
-                    self.idx += 1;
-                    Ok(v)
-                }
-                Err(_) => self.err(format!(
-                    "{what} must be a non-negative integer, found '{n}'"
-                )),
-            },
-            _ => self.err(format!("expected {what}, found {}", self.describe())),
-        }
-    }
-
     fn statement(&mut self) -> Result<Statement> {
         let pos = self.pos();
         if self.eat_kw(Keyword::CREATE) {
@@ -506,8 +310,7 @@ impl Parser {
             }
             self.idx += 1;
         }
-        let query = translate::to_datafusion(&self.tokens[start..self.idx])
-            .map_err(|(p, m)| SqlError { pos: p, message: m })?;
+        let query = translate::to_datafusion(&self.tokens[start..self.idx])?;
         Ok(Insert {
             table,
             columns,
@@ -719,223 +522,8 @@ impl Parser {
             .iter()
             .map(|t| t.token.to_string())
             .collect();
-        let expr = translate::to_datafusion(&self.tokens[start..self.idx])
-            .map_err(|(p, m)| SqlError { pos: p, message: m })?;
+        let expr = translate::to_datafusion(&self.tokens[start..self.idx])?;
         Ok((expr, flink.join(" ")))
-    }
-
-    /// A Flink data type with an optional `NOT NULL` / `NULL`, and the postfix `ARRAY` form.
-    fn data_type(&mut self) -> Result<FlinkType> {
-        let mut ty = self.base_type()?;
-        loop {
-            if self.is_kw(Keyword::NOT)
-                && matches!(self.peek_at(1), Token::Word(w) if w.keyword == Keyword::NULL)
-            {
-                self.idx += 2;
-                ty.nullable = false;
-            } else if self.eat_kw(Keyword::NULL) {
-                ty.nullable = true;
-            } else if self.eat_kw(Keyword::ARRAY) {
-                ty = FlinkType::new(TypeKind::Array(Box::new(ty)));
-            } else {
-                return Ok(ty);
-            }
-        }
-    }
-
-    fn opt_len(&mut self, default: u32) -> Result<u32> {
-        if self.eat(&Token::LParen) {
-            let n = self.number("a length")?;
-            self.expect(&Token::RParen, "')'")?;
-            if n == 0 {
-                return self.err("length must be at least 1");
-            }
-            Ok(n)
-        } else {
-            Ok(default)
-        }
-    }
-
-    fn opt_precision(&mut self, default: u8, max: u8) -> Result<u8> {
-        if self.eat(&Token::LParen) {
-            let pos = self.pos();
-            let n = self.number("a precision")?;
-            self.expect(&Token::RParen, "')'")?;
-            if n > max as u32 {
-                return Err(SqlError {
-                    pos,
-                    message: format!("precision must be between 0 and {max}, found {n}"),
-                });
-            }
-            Ok(n as u8)
-        } else {
-            Ok(default)
-        }
-    }
-
-    fn base_type(&mut self) -> Result<FlinkType> {
-        let pos = self.pos();
-        let word = match self.peek().clone() {
-            Token::Word(w) if w.quote_style.is_none() => w.value.to_ascii_uppercase(),
-            _ => return self.err(format!("expected a data type, found {}", self.describe())),
-        };
-        self.idx += 1;
-        let kind = match word.as_str() {
-            "CHAR" | "CHARACTER" => {
-                if self.eat_word("VARYING") {
-                    TypeKind::Varchar(self.opt_len(1)?)
-                } else {
-                    TypeKind::Char(self.opt_len(1)?)
-                }
-            }
-            "VARCHAR" => {
-                // The vendor's examples write a bare `varchar` for free text; lengths are not enforced on
-                // write (Flink's `table.exec.sink.type-length-enforcer` default IGNORE), so read it as STRING.
-                if self.peek() == &Token::LParen {
-                    TypeKind::Varchar(self.opt_len(1)?)
-                } else {
-                    TypeKind::String
-                }
-            }
-            "STRING" => TypeKind::String,
-            "BOOLEAN" | "BOOL" => TypeKind::Boolean,
-            "BINARY" => TypeKind::Binary(self.opt_len(1)?),
-            "VARBINARY" => TypeKind::Varbinary(self.opt_len(1)?),
-            "BYTES" => TypeKind::Bytes,
-            "DECIMAL" | "DEC" | "NUMERIC" => {
-                let (mut p, mut s) = (10u32, 0u32);
-                if self.eat(&Token::LParen) {
-                    p = self.number("a precision")?;
-                    if self.eat(&Token::Comma) {
-                        s = self.number("a scale")?;
-                    }
-                    self.expect(&Token::RParen, "')'")?;
-                }
-                if !(1..=38).contains(&p) || s > p {
-                    return Err(SqlError {
-                        pos,
-                        message: format!(
-                            "DECIMAL({p}, {s}): precision must be 1..38 and scale 0..precision"
-                        ),
-                    });
-                }
-                TypeKind::Decimal(p as u8, s as i8)
-            }
-            "TINYINT" => TypeKind::TinyInt,
-            "SMALLINT" => TypeKind::SmallInt,
-            "INT" | "INTEGER" => TypeKind::Int,
-            "BIGINT" => TypeKind::BigInt,
-            "FLOAT" | "REAL" => TypeKind::Float,
-            "DOUBLE" => {
-                self.eat_word("PRECISION");
-                TypeKind::Double
-            }
-            "DATE" => TypeKind::Date,
-            "TIME" => {
-                let p = self.opt_precision(0, 9)?;
-                if self.eat_kw(Keyword::WITHOUT) {
-                    self.expect_kw(Keyword::TIME, "TIME ZONE")?;
-                    self.expect_kw(Keyword::ZONE, "ZONE")?;
-                }
-                TypeKind::Time(p)
-            }
-            "TIMESTAMP" => {
-                let p = self.opt_precision(6, 9)?;
-                if self.eat_kw(Keyword::WITHOUT) {
-                    self.expect_kw(Keyword::TIME, "TIME ZONE")?;
-                    self.expect_kw(Keyword::ZONE, "ZONE")?;
-                    TypeKind::Timestamp(p)
-                } else if self.is_kw(Keyword::WITH) {
-                    self.idx += 1;
-                    if self.eat_kw(Keyword::LOCAL) {
-                        self.expect_kw(Keyword::TIME, "TIME ZONE")?;
-                        self.expect_kw(Keyword::ZONE, "ZONE")?;
-                        TypeKind::TimestampLtz(p)
-                    } else {
-                        return Err(SqlError { pos, message: "TIMESTAMP WITH TIME ZONE is not supported by Flink; use TIMESTAMP_LTZ / TIMESTAMP WITH LOCAL TIME ZONE".into() });
-                    }
-                } else {
-                    TypeKind::Timestamp(p)
-                }
-            }
-            "TIMESTAMP_LTZ" => TypeKind::TimestampLtz(self.opt_precision(6, 9)?),
-            "ARRAY" => {
-                self.expect(&Token::Lt, "'<' after ARRAY")?;
-                let e = self.data_type()?;
-                self.expect_gt()?;
-                TypeKind::Array(Box::new(e))
-            }
-            "MAP" => {
-                self.expect(&Token::Lt, "'<' after MAP")?;
-                let k = self.data_type()?;
-                self.expect(&Token::Comma, "',' between the MAP key and value types")?;
-                let v = self.data_type()?;
-                self.expect_gt()?;
-                TypeKind::Map(Box::new(k), Box::new(v))
-            }
-            "ROW" => {
-                let angle = if self.eat(&Token::Lt) {
-                    true
-                } else if self.eat(&Token::LParen) {
-                    false
-                } else {
-                    return self.err("expected '<' or '(' after ROW");
-                };
-                let mut fields: Vec<RowField> = Vec::new();
-                let closes = |p: &Parser| {
-                    if angle {
-                        matches!(p.peek(), Token::Gt | Token::ShiftRight)
-                    } else {
-                        p.peek() == &Token::RParen
-                    }
-                };
-                if !closes(self) {
-                    loop {
-                        let fpos = self.pos();
-                        let name = self.ident("a ROW field name")?;
-                        if fields.iter().any(|f| f.name == name) {
-                            return Err(SqlError {
-                                pos: fpos,
-                                message: format!("ROW field '{name}' is declared twice"),
-                            });
-                        }
-                        let ty = self.data_type()?;
-                        let description = if let Token::SingleQuotedString(_) = self.peek() {
-                            Some(self.string("a field description")?)
-                        } else {
-                            None
-                        };
-                        fields.push(RowField {
-                            name,
-                            ty,
-                            description,
-                        });
-                        if !self.eat(&Token::Comma) {
-                            break;
-                        }
-                    }
-                }
-                if angle {
-                    self.expect_gt()?;
-                } else {
-                    self.expect(&Token::RParen, "')' closing ROW(...)")?;
-                }
-                TypeKind::Row(fields)
-            }
-            "MULTISET" | "RAW" | "INTERVAL" | "NULL" | "SYMBOL" => {
-                return Err(SqlError {
-                    pos,
-                    message: format!("data type {word} is not supported in pulsar-connect tables"),
-                });
-            }
-            other => {
-                return Err(SqlError {
-                    pos,
-                    message: format!("unknown data type '{other}'"),
-                });
-            }
-        };
-        Ok(FlinkType::new(kind))
     }
 }
 

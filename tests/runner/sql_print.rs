@@ -1,0 +1,93 @@
+//! The built binary on jobs with Flink types inside expressions and unaliased expressions: `validate` shows the
+//! columns with Flink's names (`EXPR$<i>`), `run` prints the rows. Needs the release binary:
+//! `cargo build --release -p pulsar-connect` (or PULSAR_CONNECT_BIN).
+
+mod common;
+
+use std::process::Command;
+
+const JOB: &str = "CREATE TABLE src (id BIGINT NOT NULL, name STRING) WITH (
+  'connector' = 'datagen', 'number-of-rows' = '3',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3', 'fields.name.length' = '4');
+CREATE TABLE print_table (m MAP<STRING, STRING>, s STRING, a BIGINT, b BIGINT, r ROW<x INT, y ARRAY<BIGINT>>)
+  WITH ('connector' = 'print', 'print-identifier' = 'casts');
+CREATE TABLE values_table (id BIGINT, id0 BIGINT, ts TIMESTAMP(3), d DECIMAL(10, 2))
+  WITH ('connector' = 'print', 'print-identifier' = 'values');
+EXECUTE STATEMENT SET BEGIN
+INSERT INTO print_table
+  SELECT CAST(NULL AS MAP<STRING, STRING>), CAST(id AS STRING), id + 1, id + 1, CAST(NULL AS ROW<x INT, y ARRAY<BIGINT>>)
+  FROM src;
+INSERT INTO values_table SELECT id, id, CAST('2024-02-29 23:59:59.5' AS TIMESTAMP(3)), CAST(id AS DECIMAL(10, 2))
+  FROM (VALUES (CAST(7 AS BIGINT))) AS v(id);
+END;
+";
+
+fn job() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("job.sql");
+    std::fs::write(&path, JOB).unwrap();
+    (tmp, path)
+}
+
+#[test]
+fn validate_names_unaliased_expressions_as_flink_does() {
+    let (_tmp, path) = job();
+    let out = Command::new(common::binary())
+        .arg("validate")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for shown in [
+        "AS EXPR$0",
+        "AS EXPR$1",
+        "AS EXPR$2",
+        "AS EXPR$3",
+        "AS EXPR$4",
+        "AS id0",
+    ] {
+        assert!(text.contains(shown), "{shown}:\n{text}");
+    }
+    assert!(text.contains("OK: 3 table(s), 2 INSERT(s)"), "{text}");
+}
+
+#[test]
+fn casts_to_flink_types_run_and_print() {
+    let (tmp, path) = job();
+    let out = Command::new(common::binary())
+        .arg("run")
+        .arg(&path)
+        .arg("--state-dir")
+        .arg(tmp.path().join("state"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut casts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("casts> "))
+        .collect();
+    casts.sort();
+    assert_eq!(
+        casts,
+        [
+            "casts> +I[null, 1, 2, 2, null]",
+            "casts> +I[null, 2, 3, 3, null]",
+            "casts> +I[null, 3, 4, 4, null]"
+        ]
+    );
+    let values: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("values> "))
+        .collect();
+    assert_eq!(values, ["values> +I[7, 7, 2024-02-29T23:59:59.500, 7.00]"]);
+}
