@@ -101,6 +101,7 @@ pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors
     let plans = planner::plan_job(&catalog, &inserts)
         .await
         .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
+    check_endpoints(&plans)?;
     let job_id = job_id(text, catalog.settings.pipeline_name.as_deref());
     Ok(Job {
         statements,
@@ -108,6 +109,41 @@ pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors
         plans,
         job_id,
     })
+}
+
+/// Builds every INSERT's source and sink exactly as `run` does (without connecting): every rule a source
+/// or sink has (a sink's single topic, writable metadata, routers) and every format plugin's own factory
+/// (instantiated through the compile cache, with the table's row type and options) is checked here, so
+/// that `validate` refuses what `run` would refuse at start.
+fn check_endpoints(plans: &[PipelinePlan]) -> Result<(), JobErrors> {
+    let mut errors: Vec<String> = Vec::new();
+    let mut report = |table: &crate::catalog::CatalogTable, side: &str, e: anyhow::Error| {
+        let text = format!("{e:#}");
+        let named = format!("table '{}'", table.name());
+        let line = if text.starts_with(&named) {
+            format!("{}: {text}", table.def.pos)
+        } else {
+            format!("{}: {named} ({side}): {text}", table.def.pos)
+        };
+        if !errors.contains(&line) {
+            errors.push(line);
+        }
+    };
+    for plan in plans {
+        if let planner::SourceSpec::Table(t) = &plan.source
+            && let Err(e) = t.factory.create_source(t)
+        {
+            report(t.as_ref(), "read", e);
+        }
+        if let Err(e) = plan.sink.factory.create_sink(&plan.sink) {
+            report(plan.sink.as_ref(), "written", e);
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(JobErrors(errors))
+    }
 }
 
 pub async fn load(path: &Path, registry: &Registry) -> Result<Job, JobErrors> {
@@ -151,7 +187,10 @@ pub fn describe(job: &Job) -> String {
 pub fn options_markdown(registry: &Registry) -> String {
     let mut sets = vec![&*catalog::settings::JOB_OPTIONS];
     for f in registry.factories() {
-        sets.push(f.options());
+        // One section per option set (`pulsar` and `pulsar-inlong` share theirs).
+        if !sets.iter().any(|s| std::ptr::eq(*s, f.options())) {
+            sets.push(f.options());
+        }
     }
     let mut md = crate::options::render_markdown(
         "Options",

@@ -41,18 +41,40 @@ async fn unknown_option_suggests_the_nearest_name() {
 #[tokio::test]
 async fn bad_enum_value_lists_the_allowed_values() {
     let e = errors(&fake(
-        "'service-url' = 'x', 'scan.startup.mode' = 'EARLIEST'",
+        "'service-url' = 'x', 'scan.startup.mode' = 'earlist'",
     ))
     .await;
     assert!(
         e[0].contains("option 'scan.startup.mode'")
+            && e[0].contains("did you mean 'earliest'?")
             && e[0].contains(
                 "allowed values: earliest, latest, external-subscription, specific-offsets"
             ),
         "{}",
         e[0]
     );
-    assert!(e[0].contains("case-sensitive"), "{}", e[0]);
+}
+
+/// As in Flink, enum and boolean values are case-insensitive (`'EARLIEST'`, `'TRUE'`), host and plugin
+/// options alike, and every bad option of a table is reported at once.
+#[tokio::test]
+async fn values_are_case_insensitive_and_every_error_is_reported() {
+    let e = errors(&fake(
+        "'service-url' = 'x', 'scan.startup.mode' = 'EARLIEST', 'scan.startup.mod' = 'latest', 'discovery topic interval' = 'soon'",
+    ))
+    .await;
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e[0].contains("'scan.startup.mod'"), "{}", e[0]);
+    assert!(
+        e[1].contains("'discovery topic interval'") && e[1].contains("not a valid integer"),
+        "{}",
+        e[1]
+    );
+    let (r, _) = common::registry();
+    let ok = fake("'service-url' = 'x', 'scan.startup.mode' = 'Specific-Offsets', 'topic' = 't'");
+    if let Err(e) = pulsar_connect::job::load_text(&ok, &r).await {
+        panic!("refused: {e}");
+    }
 }
 
 #[tokio::test]

@@ -40,7 +40,43 @@ impl Default for Args {
     }
 }
 
+/// The compilation target of the guests.
+pub const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// Makes sure the toolchain that builds the guests has the `wasm32-wasip2` standard library, installing it
+/// with rustup when missing (a fresh machine with rustup has the host target only, and the first guest
+/// build would fail with "can't find crate for `core`").
+pub fn ensure_wasm_target() -> anyhow::Result<()> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let installed = || -> anyhow::Result<bool> {
+        let out = Command::new(&rustc)
+            .args(["--print", "sysroot"])
+            .output()
+            .with_context(|| format!("running {rustc} --print sysroot"))?;
+        ensure!(out.status.success(), "{rustc} --print sysroot failed");
+        let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        Ok(sysroot.join("lib/rustlib").join(WASM_TARGET).is_dir())
+    };
+    if installed()? {
+        return Ok(());
+    }
+    println!(
+        "installing the {WASM_TARGET} target (rustup target add {WASM_TARGET}): the plugins are wasm components"
+    );
+    let status = Command::new("rustup")
+        .args(["target", "add", WASM_TARGET])
+        .status();
+    match status {
+        Ok(s) if s.success() && installed()? => Ok(()),
+        Ok(s) => bail!("`rustup target add {WASM_TARGET}` failed ({s})"),
+        Err(e) => bail!(
+            "the {WASM_TARGET} target is not installed and rustup could not be run ({e}); install the target for your Rust toolchain"
+        ),
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
+    ensure_wasm_target()?;
     let root = repo_root();
     let sources: Vec<PathBuf> = if args.sources.is_empty() {
         DEFAULT_SOURCES.iter().map(|s| root.join(s)).collect()
@@ -74,39 +110,86 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    for guest in &crates {
-        let installed = build_and_install(guest, &target_dir, &out)?;
-        println!("installed {}", installed.display());
+    let started = std::time::Instant::now();
+    println!(
+        "building {} plugins for {WASM_TARGET} into {} (the first build compiles their dependencies: a few minutes)",
+        crates.len(),
+        out.display()
+    );
+    // One cargo invocation per guest workspace (guest-formats, guest-routers): its members compile in
+    // parallel with one feature resolution, instead of one build after the other.
+    let mut groups: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+    for guest in crates {
+        let manifest = workspace_manifest(&guest).unwrap_or_else(|| guest.join("Cargo.toml"));
+        match groups.iter_mut().find(|(m, _)| *m == manifest) {
+            Some((_, members)) => members.push(guest),
+            None => groups.push((manifest, vec![guest])),
+        }
     }
+    for (manifest, guests) in &groups {
+        let packages = guests
+            .iter()
+            .map(|g| package_name(&g.join("Cargo.toml")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        build(manifest, &packages, &target_dir)?;
+        for (guest, package) in guests.iter().zip(&packages) {
+            let installed = install_built(guest, package, &target_dir, &out)?;
+            println!("installed {}", installed.display());
+        }
+    }
+    println!("plugins built in {:.0} s", started.elapsed().as_secs_f64());
     Ok(())
 }
 
-/// Builds one guest crate and installs it as a plugin; returns the plugin folder.
-pub fn build_and_install(guest: &Path, target_dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
-    let manifest_path = guest.join("Cargo.toml");
-    let package = package_name(&manifest_path)?;
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "build",
-            "--target",
-            "wasm32-wasip2",
-            "--release",
-            "--manifest-path",
-        ])
-        .arg(&manifest_path)
-        .arg("--target-dir")
-        .arg(target_dir)
-        // The host's shared build dir is locked by whoever runs us; guests use their own target dir.
-        .env_remove("CARGO_BUILD_BUILD_DIR")
+/// The `Cargo.toml` of the workspace a guest crate belongs to, when its parent folder is one.
+fn workspace_manifest(guest: &Path) -> Option<PathBuf> {
+    let manifest = guest.parent()?.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).ok()?;
+    text.lines()
+        .any(|l| l.trim() == "[workspace]")
+        .then_some(manifest)
+}
+
+/// `cargo build --target wasm32-wasip2 --release` of `packages` of the crate or workspace `manifest`.
+fn build(manifest: &Path, packages: &[String], target_dir: &Path) -> anyhow::Result<()> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args([
+        "build",
+        "--target",
+        WASM_TARGET,
+        "--release",
+        "--manifest-path",
+    ])
+    .arg(manifest)
+    .arg("--target-dir")
+    .arg(target_dir)
+    // The host's shared build dir is locked by whoever runs us; guests use their own target dir.
+    .env_remove("CARGO_BUILD_BUILD_DIR");
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    let status = cmd
         .status()
-        .with_context(|| format!("running cargo for {}", guest.display()))?;
+        .with_context(|| format!("running cargo for {}", manifest.display()))?;
     ensure!(
         status.success(),
-        "building {} failed ({status})",
-        guest.display()
+        "building {} ({}) failed ({status})",
+        manifest.display(),
+        packages.join(", ")
     );
+    Ok(())
+}
+
+/// Installs the built wasm of `package` (the guest crate in `guest`) as a plugin.
+fn install_built(
+    guest: &Path,
+    package: &str,
+    target_dir: &Path,
+    out: &Path,
+) -> anyhow::Result<PathBuf> {
     let wasm = target_dir
-        .join("wasm32-wasip2/release")
+        .join(WASM_TARGET)
+        .join("release")
         .join(format!("{}.wasm", package.replace('-', "_")));
     let template = std::fs::read_to_string(guest.join("plugin.toml"))
         .with_context(|| format!("reading {}", guest.join("plugin.toml").display()))?;

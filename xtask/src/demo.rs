@@ -116,9 +116,40 @@ fn stop(child: &mut Child) -> Result<std::process::ExitStatus> {
     }
 }
 
+/// One line per stage, with the time since the demo started, so a first run (which builds everything)
+/// never looks stuck.
+struct Stages {
+    started: Instant,
+    total: usize,
+    n: usize,
+}
+
+impl Stages {
+    fn next(&mut self, what: &str) {
+        self.n += 1;
+        let secs = self.started.elapsed().as_secs();
+        println!(
+            "[demo {:>2}:{:02}] {}/{} {what}",
+            secs / 60,
+            secs % 60,
+            self.n,
+            self.total
+        );
+    }
+}
+
 pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
     let root = paths::workspace_root();
+    let mut stages = Stages {
+        started: Instant::now(),
+        total: 5,
+        n: 0,
+    };
+    stages.next("the format and router plugins (wasm components)");
     build_plugins::run(build_plugins::Args::default())?;
+    stages.next(
+        "the pulsar-connect binary (the first build compiles ~500 crates: about 15-20 min on 2 cores; cargo prints each one)",
+    );
     let built = cargo()
         .current_dir(&root)
         .args([
@@ -135,6 +166,11 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
         bail!("building pulsar-connect failed ({built})");
     }
     let bin = root.join("target/release/pulsar-connect");
+    stages.next(if std::env::var_os("PULSAR_SERVICE_URL").is_some() {
+        "the broker given by PULSAR_SERVICE_URL"
+    } else {
+        "a local Apache Pulsar with token authentication (the first start downloads it from Maven Central, ~280 MB)"
+    });
     let t = target()?;
     let dir = root.join("target/demo");
     fs::create_dir_all(&dir)?;
@@ -156,10 +192,10 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
     )?;
     let out = dir.join("print.out");
     let log = dir.join("job.log");
-    println!(
+    stages.next(&format!(
         "running {} (pulsar → print, scan.startup.mode = latest)",
         consume.display()
-    );
+    ));
     let mut job = Command::new(&bin)
         .current_dir(&root)
         .arg("--plugin-dir")
@@ -174,6 +210,7 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
         .spawn()
         .context("starting pulsar-connect")?;
     let result = (|| -> Result<Vec<String>> {
+        let stages = &mut stages;
         let deadline = Instant::now() + Duration::from_secs(60);
         while !subscribed(&t) {
             if let Some(status) = job.try_wait()? {
@@ -190,10 +227,10 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        println!(
+        stages.next(&format!(
             "producing {ROWS} rows with {} (the seed's sink table)",
             produce.display()
-        );
+        ));
         let produced = Command::new(&bin)
             .current_dir(&root)
             .arg("--plugin-dir")

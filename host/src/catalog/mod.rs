@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use anyhow::{Result, anyhow};
+use anyhow::anyhow;
 use arrow::datatypes::{Schema, SchemaRef};
 
 use crate::connectors::{ConnectorFactory, Registry};
@@ -113,12 +113,7 @@ impl Catalog {
         let mut m = format!(
             "{pos}: table '{name}' is not declared; add CREATE TABLE {name} (...) WITH (...)"
         );
-        if let Some(best) = self
-            .order
-            .iter()
-            .min_by_key(|t| strsim::levenshtein(t, name))
-            && strsim::levenshtein(best, name) <= 3
-        {
+        if let Some(best) = crate::options::suggest(name, self.order.iter().map(String::as_str)) {
             write!(m, "; did you mean '{best}'?").ok();
         }
         anyhow!(m)
@@ -149,7 +144,7 @@ pub fn build(
                         catalog.order.push(t.name.clone());
                         catalog.tables.insert(t.name.clone(), Arc::new(table));
                     }
-                    Err(e) => errors.push(e),
+                    Err(es) => errors.extend(es),
                 }
             }
             _ => {}
@@ -169,24 +164,25 @@ pub fn build(
     }
 }
 
-fn option_error(e: OptionError) -> anyhow::Error {
-    anyhow!(e.to_string())
-}
-
-fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
+/// Resolves one table; every problem found is returned (option errors first, then the connector's own
+/// checks of the options that were valid).
+fn resolve_table(
+    t: &CreateTable,
+    registry: &Registry,
+) -> std::result::Result<CatalogTable, Vec<anyhow::Error>> {
     let Some((_, connector, cpos)) = t.options.iter().find(|(k, _, _)| k == "connector") else {
-        return Err(anyhow!(
+        return Err(vec![anyhow!(
             "{}: table '{}' has no 'connector' option; add WITH ('connector' = '...', ...)",
             t.pos,
             t.name
-        ));
+        )]);
     };
     let Some(factory) = registry.get(connector) else {
-        return Err(anyhow!(
+        return Err(vec![anyhow!(
             "{cpos}: table '{}': {}",
             t.name,
             registry.unknown_message(connector)
-        ));
+        )]);
     };
     // Options of plugins (formats) are checked by the connector against the plugin's manifest.
     let plugin_prefixes = factory.plugin_option_prefixes(&t.options);
@@ -197,10 +193,12 @@ fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
         .cloned()
         .partition(|(k, _, _)| plugin_prefixes.iter().any(|p| k.starts_with(p.as_str())));
     let fields: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
-    let mut options = factory
-        .options()
-        .validate(&t.name, &raw, &fields)
-        .map_err(option_error)?;
+    let (mut options, option_errors) = factory.options().resolve(&t.name, &raw, &fields);
+    let reported: Vec<String> = option_errors.iter().map(|e| e.option.clone()).collect();
+    let mut errors: Vec<anyhow::Error> = option_errors
+        .into_iter()
+        .map(|e: OptionError| anyhow!(e.to_string()))
+        .collect();
     options.insert("connector", connector);
     for (k, v, _) in &plugin_raw {
         options.insert(k, v);
@@ -211,7 +209,7 @@ fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
             let key = key.as_deref().unwrap_or(&c.name);
             if !factory.metadata().iter().any(|m| m.key == key) {
                 let available: Vec<&str> = factory.metadata().iter().map(|m| m.key).collect();
-                return Err(anyhow!(
+                errors.push(anyhow!(
                     "{}: table '{}', column '{}': connector '{}' has no metadata key '{key}'{}",
                     c.pos,
                     t.name,
@@ -229,7 +227,7 @@ fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
     if let Some(pk) = &t.primary_key {
         for k in pk {
             if !t.columns.iter().any(|c| &c.name == k) {
-                return Err(anyhow!(
+                errors.push(anyhow!(
                     "{}: table '{}': primary key column '{k}' is not declared",
                     t.pos,
                     t.name
@@ -240,7 +238,7 @@ fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
     if let Some(w) = &t.watermark
         && !t.columns.iter().any(|c| c.name == w.column)
     {
-        return Err(anyhow!(
+        errors.push(anyhow!(
             "{}: table '{}': watermark column '{}' is not declared",
             t.pos,
             t.name,
@@ -253,10 +251,18 @@ fn resolve_table(t: &CreateTable, registry: &Registry) -> Result<CatalogTable> {
         options,
         factory: factory.clone(),
     };
-    factory
-        .validate_table(&table)
-        .map_err(|e| anyhow!("{}: table '{}': {e:#}", t.pos, t.name))?;
-    Ok(table)
+    if let Err(e) = factory.validate_table(&table) {
+        let text = format!("{e:#}");
+        // An option already reported (unknown, invalid, missing) often fails the connector's checks too.
+        if !reported.iter().any(|o| text.contains(&format!("'{o}'"))) {
+            errors.push(anyhow!("{}: table '{}': {text}", t.pos, t.name));
+        }
+    }
+    if errors.is_empty() {
+        Ok(table)
+    } else {
+        Err(errors)
+    }
 }
 
 /// Human-readable description of a table for `validate` (secrets redacted).

@@ -75,13 +75,7 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
                 known.push((k.clone(), v.clone(), *pos));
             }
             None => {
-                let best = set
-                    .options
-                    .iter()
-                    .map(|d| d.key)
-                    .min_by_key(|c| strsim::levenshtein(c, k));
-                let hint = best
-                    .filter(|b| strsim::levenshtein(b, k) <= 3)
+                let hint = crate::options::suggest(k, set.options.iter().map(|d| d.key))
                     .map(|b| format!("; did you mean '{b}'?"))
                     .unwrap_or_default();
                 warnings.push(format!(
@@ -90,9 +84,15 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
             }
         }
     }
-    let r = set
-        .validate("(job)", &known, &[])
-        .map_err(|e| anyhow!(e.to_string()))?;
+    let r = set.validate("(job)", &known, &[]).map_err(|es| {
+        anyhow!(
+            "{}",
+            es.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
     let dur = |k: &str| r.get_duration(k).unwrap_or_default();
     Ok((
         JobSettings {

@@ -264,11 +264,7 @@ impl Registry {
             let mut m = format!("unknown connector '{name}'");
             let mut candidates: Vec<&str> = self.names();
             candidates.extend(PLANNED);
-            if let Some(best) = candidates
-                .iter()
-                .min_by_key(|c| strsim::levenshtein(c, name))
-                && strsim::levenshtein(best, name) <= 3
-            {
+            if let Some(best) = crate::options::suggest(name, candidates.iter().copied()) {
                 m.push_str(&format!("; did you mean '{best}'?"));
             }
             m.push_str(&format!(

@@ -236,6 +236,9 @@ pub fn is_secret_key(key: &str) -> bool {
         "credential",
         "private-key",
         "privatekey",
+        // TLS client key files (`tlsKeyFilePath`, `tls-key-file-path`): their path is not printed either.
+        "keyfile",
+        "key-file",
     ]
     .iter()
     .any(|s| k.contains(s))
@@ -293,34 +296,41 @@ impl OptionSet {
                 }
             }
         }
-        let (best, dist) = candidates
-            .into_iter()
-            .map(|c| {
-                let d = strsim::levenshtein(&c, key);
-                (c, d)
-            })
-            .min_by_key(|(_, d)| *d)?;
-        if dist <= (key.len() / 3).max(2) {
-            Some(best)
-        } else {
-            None
-        }
+        suggest(key, candidates.iter().map(String::as_str)).map(str::to_string)
     }
 
     /// Validates the `WITH (...)` options of `table` (`connector` excluded) against these declarations.
-    /// `fields` are the table's columns, for per-field keys.
+    /// `fields` are the table's columns, for per-field keys. Every error is reported, not only the first.
+    /// Values are stored normalised ([`normalize_value`]: booleans lower-case, enum values as declared).
     pub fn validate(
         &self,
         table: &str,
         raw: &[(String, String, Pos)],
         fields: &[String],
-    ) -> Result<ResolvedOptions, OptionError> {
+    ) -> Result<ResolvedOptions, Vec<OptionError>> {
+        let (resolved, errors) = self.resolve(table, raw, fields);
+        if errors.is_empty() {
+            Ok(resolved)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// [`OptionSet::validate`] that also returns what could be resolved when there are errors (the valid
+    /// options, defaults where nothing was written), so later checks can still run and report theirs.
+    pub fn resolve(
+        &self,
+        table: &str,
+        raw: &[(String, String, Pos)],
+        fields: &[String],
+    ) -> (ResolvedOptions, Vec<OptionError>) {
         let err = |option: &str, pos: Option<Pos>, message: String| OptionError {
             table: table.to_string(),
             option: option.to_string(),
             pos,
             message,
         };
+        let mut errors = Vec::new();
         let mut out = ResolvedOptions::default();
         let mut written_as: BTreeMap<String, (String, Pos)> = BTreeMap::new();
         for (key, value, pos) in raw {
@@ -337,7 +347,8 @@ impl OptionSet {
                             .join(", ")
                     )),
                 }
-                return Err(err(key, Some(*pos), message));
+                errors.push(err(key, Some(*pos), message));
+                continue;
             };
             if let Some(field) = &m.field
                 && !fields.iter().any(|f| f == field)
@@ -349,38 +360,47 @@ impl OptionSet {
                         decl.key.replacen('#', best, 1)
                     ));
                 }
-                return Err(err(key, Some(*pos), message));
+                errors.push(err(key, Some(*pos), message));
+                continue;
             }
             let canonical = Self::canonical(decl, key, &m);
             if let Some((first, _)) = written_as.get(&canonical) {
-                return Err(err(
+                errors.push(err(
                     key,
                     Some(*pos),
                     format!(
                         "set twice, as '{first}' and as '{key}' (they are spellings of '{canonical}')"
                     ),
                 ));
+                continue;
             }
-            check_value(&decl.kind, value).map_err(|m| err(key, Some(*pos), m))?;
+            let value = match normalize_value(&decl.kind, value) {
+                Ok(v) => v,
+                Err(m) => {
+                    errors.push(err(key, Some(*pos), m));
+                    // Known but invalid: no default stands in for it, and no rule is judged on it.
+                    written_as.insert(canonical, (key.clone(), *pos));
+                    continue;
+                }
+            };
             written_as.insert(canonical.clone(), (key.clone(), *pos));
             if decl.secret || is_secret_key(key) {
                 out.secrets.push(canonical.clone());
             }
-            out.values.insert(canonical, value.clone());
+            out.values.insert(canonical, value);
         }
         for d in &self.options {
             if d.is_prefix() || d.key.contains('#') {
                 continue;
             }
-            if !out.values.contains_key(d.key) {
+            if !out.values.contains_key(d.key) && !written_as.contains_key(d.key) {
                 if d.required {
-                    return Err(err(
+                    errors.push(err(
                         d.key,
                         None,
                         format!("required by {} but not set ({})", self.owner, d.doc),
                     ));
-                }
-                if let Some(def) = d.default {
+                } else if let Some(def) = d.default {
                     out.values.insert(d.key.to_string(), def.to_string());
                 }
             }
@@ -396,7 +416,7 @@ impl OptionSet {
             match rule {
                 Rule::MutuallyExclusive(a, b) => {
                     if written_as.contains_key(*a) && written_as.contains_key(*b) {
-                        return Err(err(
+                        errors.push(err(
                             &name_of(b),
                             pos_of(b),
                             format!(
@@ -408,8 +428,8 @@ impl OptionSet {
                     }
                 }
                 Rule::OneOf(keys) => {
-                    if !keys.iter().any(|k| out.values.contains_key(*k)) {
-                        return Err(err(
+                    if !keys.iter().any(|k| written_as.contains_key(*k)) {
+                        errors.push(err(
                             keys[0],
                             None,
                             format!(
@@ -428,9 +448,9 @@ impl OptionSet {
                     requires,
                 } => {
                     if out.values.get(*option).map(String::as_str) == Some(*equals)
-                        && !out.values.contains_key(*requires)
+                        && !written_as.contains_key(*requires)
                     {
-                        return Err(err(
+                        errors.push(err(
                             requires,
                             pos_of(option),
                             format!("required when '{option}' = '{equals}'"),
@@ -444,7 +464,7 @@ impl OptionSet {
                                 (a.trim().parse::<f64>(), b.trim().parse::<f64>())
                             && a > b
                         {
-                            return Err(err(
+                            errors.push(err(
                                 &kmin,
                                 pos_of(&kmin),
                                 format!("{a} is greater than '{kmax}' = {b}"),
@@ -454,7 +474,7 @@ impl OptionSet {
                 }
             }
         }
-        Ok(out)
+        (out, errors)
     }
 }
 
@@ -471,17 +491,21 @@ fn pairs_for(min: &str, max: &str, fields: &[String]) -> Vec<(String, String)> {
 
 /// Checks one value against its declared kind.
 pub fn check_value(kind: &OptionKind, value: &str) -> Result<(), String> {
+    normalize_value(kind, value).map(|_| ())
+}
+
+/// Checks one value against its declared kind and returns it in canonical form. As in Flink, booleans and
+/// enum values are case-insensitive (`'TRUE'`, `'EXCEPT_key'`): a boolean becomes `true`/`false`, an enum
+/// value the declared spelling; every other value is returned as written.
+pub fn normalize_value(kind: &OptionKind, value: &str) -> Result<String, String> {
     let v = value.trim();
     match kind {
-        OptionKind::String => Ok(()),
-        OptionKind::Bool => match v.to_ascii_lowercase().as_str() {
-            "true" | "false" => Ok(()),
-            _ => Err(format!(
-                "'{value}' is not a boolean; allowed values: true, false"
-            )),
-        },
+        OptionKind::String => Ok(value.to_string()),
+        OptionKind::Bool => parse_bool(v)
+            .map(|b| b.to_string())
+            .ok_or_else(|| format!("'{value}' is not a boolean; allowed values: true, false")),
         OptionKind::Int { min, max } => match v.parse::<i64>() {
-            Ok(n) if n >= *min && n <= *max => Ok(()),
+            Ok(n) if n >= *min && n <= *max => Ok(value.to_string()),
             Ok(n) => Err(format!("{n} is out of range; expected {}", kind.name())),
             Err(_) => Err(format!(
                 "'{value}' is not a valid integer; expected {}",
@@ -489,7 +513,7 @@ pub fn check_value(kind: &OptionKind, value: &str) -> Result<(), String> {
             )),
         },
         OptionKind::Double { min, max } => match v.parse::<f64>() {
-            Ok(n) if n.is_finite() && n >= *min && n <= *max => Ok(()),
+            Ok(n) if n.is_finite() && n >= *min && n <= *max => Ok(value.to_string()),
             Ok(n) => Err(format!(
                 "{n} is out of range; expected a number between {min} and {max}"
             )),
@@ -497,23 +521,52 @@ pub fn check_value(kind: &OptionKind, value: &str) -> Result<(), String> {
                 "'{value}' is not a valid number; expected a number between {min} and {max}"
             )),
         },
-        OptionKind::Duration => duration::parse(v).map(|_| ()),
-        OptionKind::Enum(values) => {
-            if values.contains(&value) {
-                Ok(())
-            } else {
-                let hint = values
-                    .iter()
-                    .find(|a| a.eq_ignore_ascii_case(v))
-                    .map(|a| format!(" (values are case-sensitive: write '{a}')"))
-                    .unwrap_or_default();
-                Err(format!(
-                    "'{value}' is not allowed; allowed values: {}{hint}",
-                    values.join(", ")
-                ))
-            }
-        }
+        OptionKind::Duration => duration::parse(v).map(|_| value.to_string()),
+        OptionKind::Enum(values) => match_enum(values, v).map(str::to_string).ok_or_else(|| {
+            let hint = suggest(v, values.iter().copied())
+                .map(|s| format!("did you mean '{s}'? "))
+                .unwrap_or_default();
+            format!(
+                "'{value}' is not allowed; {hint}allowed values: {}",
+                values.join(", ")
+            )
+        }),
     }
+}
+
+/// A boolean as Flink reads one: `true`/`false` in any case.
+pub fn parse_bool(v: &str) -> Option<bool> {
+    if v.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if v.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The declared spelling of an enum value written in any case.
+pub fn match_enum<'a>(values: &[&'a str], v: &str) -> Option<&'a str> {
+    values
+        .iter()
+        .find(|a| **a == v)
+        .or_else(|| values.iter().find(|a| a.eq_ignore_ascii_case(v)))
+        .copied()
+}
+
+/// The nearest of `candidates` to `written`, if it is near enough to be what was meant (the one "did you
+/// mean" rule of every option, setting, format and connector name).
+pub fn suggest<'a>(
+    written: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let w = written.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::levenshtein(&c.to_ascii_lowercase(), &w), c))
+        .filter(|(d, c)| *d <= (c.len().max(written.len()) / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
 }
 
 impl ResolvedOptions {
@@ -706,20 +759,19 @@ mod tests {
         let s = set();
         let e = s
             .validate("t", &raw(&[("service-url", "x"), ("servce-url", "y")]), &[])
-            .unwrap_err();
+            .unwrap_err()
+            .remove(0);
         assert!(e.message.contains("did you mean 'service-url'"), "{e}");
         let e = s
-            .validate(
-                "t",
-                &raw(&[("service-url", "x"), ("mode", "EARLIEST")]),
-                &[],
-            )
-            .unwrap_err();
+            .validate("t", &raw(&[("service-url", "x"), ("mode", "earlist")]), &[])
+            .unwrap_err()
+            .remove(0);
         assert!(
-            e.message.contains("allowed values: earliest, latest"),
+            e.message
+                .contains("did you mean 'earliest'? allowed values: earliest, latest"),
             "{e}"
         );
-        let e = s.validate("t", &raw(&[]), &[]).unwrap_err();
+        let e = s.validate("t", &raw(&[]), &[]).unwrap_err().remove(0);
         assert_eq!(e.option, "service-url");
         let e = s
             .validate(
@@ -727,11 +779,13 @@ mod tests {
                 &raw(&[("service-url", "x"), ("topic", "a"), ("topic-pattern", "b")]),
                 &[],
             )
-            .unwrap_err();
+            .unwrap_err()
+            .remove(0);
         assert!(e.message.contains("mutually exclusive"), "{e}");
         let e = s
             .validate("t", &raw(&[("service-url", "x"), ("rows", "ten")]), &[])
-            .unwrap_err();
+            .unwrap_err()
+            .remove(0);
         assert!(e.message.contains("not a valid integer"), "{e}");
         let e = s
             .validate(
@@ -739,7 +793,8 @@ mod tests {
                 &raw(&[("service-url", "x"), ("fields.idd.kind", "random")]),
                 &["id".into()],
             )
-            .unwrap_err();
+            .unwrap_err()
+            .remove(0);
         assert!(e.message.contains("did you mean 'fields.id.kind'"), "{e}");
         let e = s
             .validate(
@@ -751,7 +806,57 @@ mod tests {
                 ]),
                 &[],
             )
-            .unwrap_err();
+            .unwrap_err()
+            .remove(0);
         assert!(e.message.contains("set twice"), "{e}");
+    }
+
+    #[test]
+    fn every_error_of_a_table_is_reported() {
+        let e = set()
+            .validate(
+                "t",
+                &raw(&[("scan.startup.mod", "earliest"), ("rows", "ten")]),
+                &[],
+            )
+            .unwrap_err();
+        let options: Vec<&str> = e.iter().map(|e| e.option.as_str()).collect();
+        assert_eq!(
+            options,
+            ["scan.startup.mod", "rows", "service-url"],
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn booleans_and_enums_are_case_insensitive_and_stored_as_declared() {
+        let r = set()
+            .validate(
+                "t",
+                &raw(&[("service-url", "x"), ("mode", "EARLIEST")]),
+                &[],
+            )
+            .unwrap();
+        assert_eq!(r.get("mode"), Some("earliest"));
+        assert_eq!(
+            normalize_value(&OptionKind::Bool, " TRUE ").unwrap(),
+            "true"
+        );
+        assert_eq!(
+            normalize_value(&OptionKind::Bool, "False").unwrap(),
+            "false"
+        );
+        assert!(normalize_value(&OptionKind::Bool, "yes").is_err());
+        assert_eq!(
+            normalize_value(&OptionKind::Enum(&["ALL", "EXCEPT_KEY"]), "except_key").unwrap(),
+            "EXCEPT_KEY"
+        );
+    }
+
+    #[test]
+    fn one_suggestion_rule() {
+        assert_eq!(suggest("jsn", ["avro", "csv", "json", "raw"]), Some("json"));
+        assert_eq!(suggest("JSON", ["avro", "json"]), Some("json"));
+        assert_eq!(suggest("protobuf", ["avro", "csv", "json", "raw"]), None);
     }
 }

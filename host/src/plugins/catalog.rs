@@ -73,9 +73,18 @@ impl PluginCatalog {
     pub fn manifest(&self, name: &str, kind: Kind) -> anyhow::Result<Manifest> {
         let dir = self.dir()?;
         let manifest = dir.read_manifest(name).map_err(|e| {
-            let available = dir.plugin_names().unwrap_or_default();
+            // Only plugins of the kind asked for are offered (a router is no answer to a format).
+            let available: Vec<String> = dir
+                .plugin_names()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|n| dir.read_manifest(n).is_ok_and(|m| m.kind == kind))
+                .collect();
+            let hint = crate::options::suggest(name, available.iter().map(String::as_str))
+                .map(|s| format!("did you mean '{s}'? "))
+                .unwrap_or_default();
             anyhow!(
-                "{kind} plugin '{name}' not found in {}: {e}; available plugins: {}",
+                "{kind} plugin '{name}' not found in {}: {e}; {hint}available {kind} plugins: {}",
                 self.path.display(),
                 if available.is_empty() {
                     "none".to_owned()

@@ -281,6 +281,7 @@ impl Manifest {
         given: &[(String, String)],
     ) -> anyhow::Result<Vec<(String, String)>> {
         let mut seen = BTreeSet::new();
+        let mut normalized = Vec::new();
         for (name, value) in given {
             let Some(spec) = self.options.iter().find(|s| &s.name == name) else {
                 bail!("{}", self.unknown_option_message(name));
@@ -288,21 +289,15 @@ impl Manifest {
             if !seen.insert(name.as_str()) {
                 bail!("option `{name}` is given twice");
             }
-            spec.check_value(value)
+            let value = spec
+                .normalize(value)
                 .with_context(|| format!("option `{name}`"))?;
+            normalized.push((name.as_str(), value));
         }
         let mut resolved = Vec::new();
         for spec in &self.options {
-            match given.iter().find(|(n, _)| n == &spec.name) {
-                // Strings verbatim (a tab delimiter, a null literal with spaces); the rest trimmed.
-                Some((_, value)) => resolved.push((
-                    spec.name.clone(),
-                    if matches!(spec.ty, OptionType::String) {
-                        value.clone()
-                    } else {
-                        value.trim().to_owned()
-                    },
-                )),
+            match normalized.iter().find(|(n, _)| *n == spec.name) {
+                Some((_, value)) => resolved.push((spec.name.clone(), value.clone())),
                 None if spec.required => {
                     bail!("required option `{}` is missing ({})", spec.name, spec.doc);
                 }
@@ -322,12 +317,8 @@ impl Manifest {
 
     fn unknown_option_message(&self, name: &str) -> String {
         let names: Vec<&str> = self.options.iter().map(|s| s.name.as_str()).collect();
-        let nearest = names
-            .iter()
-            .map(|n| (strsim::levenshtein(name, n), *n))
-            .filter(|(d, n)| *d <= 2.max(n.len() / 3))
-            .min()
-            .map(|(_, n)| format!("; did you mean `{n}`?"))
+        let nearest = crate::options::suggest(name, names.iter().copied())
+            .map(|n| format!("; did you mean `{n}`?"))
             .unwrap_or_default();
         if names.is_empty() {
             format!("unknown option `{name}`: this plugin takes no options")
@@ -343,29 +334,37 @@ impl Manifest {
 impl OptionSpec {
     /// Checks that `value` is a valid value of this option's type.
     pub fn check_value(&self, value: &str) -> anyhow::Result<()> {
+        self.normalize(value).map(|_| ())
+    }
+
+    /// The value as the plugin receives it: strings verbatim (a tab delimiter, a null literal with spaces),
+    /// the rest trimmed; booleans and enum values case-insensitive as in Flink (`TRUE` → `true`, an enum
+    /// value → its declared spelling), like every option of the host.
+    pub fn normalize(&self, value: &str) -> anyhow::Result<String> {
         let v = value.trim();
-        match self.ty {
-            OptionType::String => {}
-            OptionType::Bool => {
-                if v != "true" && v != "false" {
-                    bail!("expected true or false, got `{value}`");
-                }
-            }
+        Ok(match self.ty {
+            OptionType::String => value.to_owned(),
+            OptionType::Bool => crate::options::parse_bool(v)
+                .ok_or_else(|| anyhow::anyhow!("expected true or false, got `{value}`"))?
+                .to_string(),
             OptionType::Int => {
                 v.parse::<i64>()
                     .map_err(|_| anyhow::anyhow!("expected an integer, got `{value}`"))?;
+                v.to_owned()
             }
             OptionType::Float => {
                 v.parse::<f64>()
                     .map_err(|_| anyhow::anyhow!("expected a number, got `{value}`"))?;
+                v.to_owned()
             }
             OptionType::Enum => {
-                if !self.values.iter().any(|c| c == v) {
-                    bail!("expected one of {}, got `{value}`", self.values.join(", "));
+                let values: Vec<&str> = self.values.iter().map(String::as_str).collect();
+                match crate::options::match_enum(&values, v) {
+                    Some(c) => c.to_owned(),
+                    None => bail!("expected one of {}, got `{value}`", self.values.join(", ")),
                 }
             }
-        }
-        Ok(())
+        })
     }
 
     /// The default rendered for display.

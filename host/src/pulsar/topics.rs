@@ -178,6 +178,22 @@ impl Discovery {
     }
 }
 
+/// A topic pattern completed the way short topic names are (StreamNative's connector does the same):
+/// `orders-\d+` → `persistent://public/default/orders-\d+`, `tenant/ns/orders-.*` →
+/// `persistent://tenant/ns/orders-.*`; checked to name a namespace and to be a regular expression.
+pub fn complete_pattern(pattern: &str) -> Result<String> {
+    let pattern = pattern.trim();
+    let full = if pattern.contains("://") {
+        pattern.to_owned()
+    } else if pattern.contains('/') {
+        format!("persistent://{pattern}")
+    } else {
+        format!("persistent://public/default/{pattern}")
+    };
+    pattern_parts(&full)?;
+    Ok(full)
+}
+
 /// Splits a pattern into its namespace, an anchored regex over full topic names, and the full pattern.
 fn pattern_parts(pattern: &str) -> Result<(String, Regex, String)> {
     let full = if pattern.contains("://") {
@@ -189,9 +205,11 @@ fn pattern_parts(pattern: &str) -> Result<(String, Regex, String)> {
         let rest = full.split_once("://").map_or(full.as_str(), |(_, r)| r);
         let mut it = rest.splitn(3, '/');
         match (it.next(), it.next(), it.next()) {
-            (Some(t), Some(ns), Some(_)) => format!("{t}/{ns}"),
+            (Some(t), Some(ns), Some(re)) if !t.is_empty() && !ns.is_empty() && !re.is_empty() => {
+                format!("{t}/{ns}")
+            }
             _ => bail!(
-                "invalid topic-pattern '{pattern}': expected 'persistent://tenant/namespace/<regex>' or 'tenant/namespace/<regex>'"
+                "invalid topic-pattern '{pattern}': expected 'persistent://tenant/namespace/<regex>', 'tenant/namespace/<regex>' or '<regex>' (in public/default)"
             ),
         }
     };
@@ -240,6 +258,28 @@ pub async fn topics_matching(client: &PulsarClient, pattern: &str) -> Result<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn completes_short_patterns() {
+        assert_eq!(
+            complete_pattern("myTopic-\\d+").unwrap(),
+            "persistent://public/default/myTopic-\\d+"
+        );
+        assert_eq!(
+            complete_pattern("t1/ns/orders-.*").unwrap(),
+            "persistent://t1/ns/orders-.*"
+        );
+        assert_eq!(
+            complete_pattern("non-persistent://t1/ns/x.*").unwrap(),
+            "non-persistent://t1/ns/x.*"
+        );
+        let e = complete_pattern("orders-(").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("not a regular expression"),
+            "{e:#}"
+        );
+        assert!(complete_pattern("persistent://t1/.*").is_err());
+    }
 
     #[test]
     fn completes_short_names() {

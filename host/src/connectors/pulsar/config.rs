@@ -48,9 +48,22 @@ pub enum Startup {
 pub struct SpecificOffset {
     /// `None`: applies to this partition index of every topic.
     pub topic: Option<TopicName>,
-    /// `ledger:entry:partition[:batch]`.
-    pub id: String,
+    /// Where the partition starts.
+    pub start: OffsetStart,
+    /// The partition index (`-1`: a non-partitioned topic, or every partition for [`OffsetStart::Earliest`]
+    /// and [`OffsetStart::Latest`], whose ids name no partition).
     pub partition: i32,
+}
+
+/// The start of one `specific-offsets` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OffsetStart {
+    /// `-1:-1:-1`, the text of the Java client's `MessageId.earliest`.
+    Earliest,
+    /// `9223372036854775807:9223372036854775807:-1`, the text of `MessageId.latest`.
+    Latest,
+    /// `ledger:entry:partition[:batch]` (inclusive).
+    At(String),
 }
 
 /// Everything both sides need.
@@ -535,10 +548,9 @@ impl TableConfig {
                 Ok(TopicSelection::Topics(topics))
             }
             (None, Some(p)) => {
-                regex::Regex::new(&p).map_err(|e| {
-                    anyhow!("option 'topic-pattern': '{p}' is not a regular expression: {e}")
-                })?;
-                Ok(TopicSelection::Pattern(p))
+                let full = crate::pulsar::topics::complete_pattern(&p)
+                    .map_err(|e| anyhow!("option 'topic-pattern': {e:#}"))?;
+                Ok(TopicSelection::Pattern(full))
             }
         }
     }
@@ -595,6 +607,22 @@ impl TableConfig {
     }
 }
 
+/// The Java client's `MessageId.earliest` (`-1:-1:-1`) and `MessageId.latest`
+/// (`9223372036854775807:9223372036854775807:-1`) as users copy them from `toString()`, with the partition
+/// they name.
+fn sentinel(id: &str) -> Option<(OffsetStart, i32)> {
+    let parts: Vec<&str> = id.split(':').map(str::trim).collect();
+    if !(3..=4).contains(&parts.len()) {
+        return None;
+    }
+    let partition: i32 = parts[2].parse().ok().filter(|p| *p >= -1)?;
+    match (parts[0], parts[1]) {
+        ("-1", "-1") => Some((OffsetStart::Earliest, partition)),
+        ("9223372036854775807", "9223372036854775807") => Some((OffsetStart::Latest, partition)),
+        _ => None,
+    }
+}
+
 /// `ledger:entry:partition[:batch]` entries separated by `;` (a trailing `;` is fine), each optionally
 /// `<topic>@` qualified.
 pub fn parse_specific_offsets(text: &str) -> Result<Vec<SpecificOffset>> {
@@ -609,17 +637,22 @@ pub fn parse_specific_offsets(text: &str) -> Result<Vec<SpecificOffset>> {
             ),
             None => (None, entry),
         };
-        let parsed = parse_message_id(id).map_err(|e| {
-            anyhow!(
-                "option 'scan.startup.specific-offsets': entry '{entry}' should be 'ledger:entry:partition[:batch]' (e.g. '42:1012:0;44:1011:1'): {e}"
-            )
-        })?;
-        let partition = parsed.partition;
+        let (start, partition) = match sentinel(id) {
+            Some((start, partition)) => (start, partition),
+            None => {
+                let parsed = parse_message_id(id).map_err(|e| {
+                    anyhow!(
+                        "option 'scan.startup.specific-offsets': entry '{entry}' should be 'ledger:entry:partition[:batch]' (e.g. '42:1012:0;44:1011:1', or '-1:-1:-1' for earliest): {e}"
+                    )
+                })?;
+                (OffsetStart::At(id.to_owned()), parsed.partition)
+            }
+        };
         // A later entry for the same partition wins, as in the reference.
         out.retain(|o| !(o.topic == topic && o.partition == partition));
         out.push(SpecificOffset {
             topic,
-            id: id.to_owned(),
+            start,
             partition,
         });
     }
@@ -698,6 +731,20 @@ mod tests {
         assert!(e.contains("scan.startup.specific-offsets"), "{e}");
         let v = parse_specific_offsets("1:2:0;3:4:0").unwrap();
         assert_eq!(v.len(), 1);
-        assert_eq!(v[0].id, "3:4:0");
+        assert_eq!(v[0].start, OffsetStart::At("3:4:0".into()));
+        // The Java client's MessageId.earliest / MessageId.latest texts.
+        let v = parse_specific_offsets("-1:-1:-1").unwrap();
+        assert_eq!(
+            (v[0].start.clone(), v[0].partition),
+            (OffsetStart::Earliest, -1)
+        );
+        let v =
+            parse_specific_offsets("9223372036854775807:9223372036854775807:-1;-1:-1:2").unwrap();
+        assert_eq!(v[0].start, OffsetStart::Latest);
+        assert_eq!(
+            (v[1].start.clone(), v[1].partition),
+            (OffsetStart::Earliest, 2)
+        );
+        assert!(parse_specific_offsets("-1:5:0").is_err());
     }
 }

@@ -245,13 +245,17 @@ impl ConnectorFactory for PulsarFactory {
         let cfg = self.config(table, true)?;
         let selection = cfg.selection(table)?;
         let startup = cfg.startup(table)?;
-        Ok(Box::new(PulsarSource::new(SourceSpec {
+        let spec = SourceSpec {
             cfg: Arc::new(cfg),
             selection,
             startup,
             schema: table.source_schema(),
             plugins: self.plugins(),
-        })))
+        };
+        // The decoders the source makes when it starts, made once now so that `validate` (which builds
+        // every source) runs the format plugins' own checks too.
+        source::make_decoders(&spec)?;
+        Ok(Box::new(PulsarSource::new(spec)))
     }
 
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
@@ -296,7 +300,7 @@ impl ConnectorFactory for PulsarFactory {
             }
             None => None,
         };
-        Ok(Box::new(PulsarSink::new(SinkSpec {
+        let spec = SinkSpec {
             cfg: Arc::new(cfg),
             writer,
             topic_schema,
@@ -306,6 +310,9 @@ impl ConnectorFactory for PulsarFactory {
             router: Some(router),
             dead_letter,
             plugins: self.plugins(),
-        })))
+        };
+        // As for sources: the plugins' own checks run whenever a sink is built, `validate` included.
+        sink::make_codecs(&spec)?;
+        Ok(Box::new(PulsarSink::new(spec)))
     }
 }

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use crate::options::{OptionDecl, OptionKind, OptionSet, ResolvedOptions, Rule, check_value};
+use crate::options::{OptionDecl, OptionKind, OptionSet, ResolvedOptions, Rule, normalize_value};
 
 /// Connector-level settings accepted at the top level and under `properties.`.
 pub struct Setting {
@@ -371,6 +371,7 @@ fn top_level_decls() -> Vec<OptionDecl> {
         OptionDecl::enumeration("sink.semantic", &["at-least-once", "exactly-once", "none"], "Sink delivery guarantee. `exactly-once`: a Pulsar transaction per checkpoint (readers see rows when the checkpoint completes); when the INSERT reads a Pulsar table with `admin-url`, the source's acknowledgements go into the same transaction, so the job resumes exactly where its committed output ends even without its state directory (docs/adr/0008).").default("at-least-once"),
         OptionDecl::string("sink.dead-letter-topic", "Sink, `fail-on-write` = false: topic receiving the rows whose send failed (payload, key and properties kept, plus `pulsar-connect.error`)."),
         OptionDecl::int("sink.parallelism", 1, 1, "Accepted for compatibility with Flink; one writer per INSERT."),
+        OptionDecl::boolean("generic", "StreamNative/InLong: marks a table of StreamNative's Pulsar catalog as a generic Flink table (set by their SQL examples). Accepted for compatibility; no effect here (every table is declared by its DDL)."),
         OptionDecl::string("inlong.metric.labels", "InLong: accepted, not used."),
         OptionDecl::string("metrics.audit.key", "InLong: accepted, not used."),
         OptionDecl::string("metrics.audit.proxy.hosts", "InLong: accepted, not used."),
@@ -453,7 +454,7 @@ impl Settings {
                 _ => {}
             }
             if let Some(s) = setting_for(&key) {
-                check_value(&s.kind, &value).map_err(|m| (full.clone(), m))?;
+                let value = normalize_value(&s.kind, &value).map_err(|m| (full.clone(), m))?;
                 if let Some(prev) = out.values.insert(s.key, value) {
                     let _ = prev;
                     return Err((
@@ -473,12 +474,14 @@ impl Settings {
                 out.ignored.push(full);
             } else {
                 let known: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
-                let suggestion = known
-                    .iter()
-                    .min_by_key(|k| strsim::levenshtein(&normalize(k), &normalize(&key)))
-                    .filter(|k| strsim::levenshtein(&normalize(k), &normalize(&key)) <= 3)
-                    .map(|k| format!("; did you mean 'properties.{k}'?"))
-                    .unwrap_or_default();
+                let normalized: Vec<String> = known.iter().map(|k| normalize(k)).collect();
+                let suggestion = crate::options::suggest(
+                    &normalize(&key),
+                    normalized.iter().map(String::as_str),
+                )
+                .and_then(|n| known.iter().find(|k| normalize(k) == n))
+                .map(|k| format!("; did you mean 'properties.{k}'?"))
+                .unwrap_or_default();
                 return Err((
                     full,
                     format!(

@@ -49,7 +49,7 @@ pub struct SinkSpec {
     pub plugins: Arc<PluginCatalog>,
 }
 
-struct Codecs {
+pub(super) struct Codecs {
     value: Encoder,
     key: Option<Encoder>,
     router: Option<Router>,
@@ -310,7 +310,9 @@ impl PulsarSink {
     }
 }
 
-fn make_codecs(spec: &SinkSpec) -> Result<Codecs> {
+/// The table's encoders and router: plugins loaded (verified, compiled through the cache) and their
+/// factories run with the table's row types and options.
+pub(super) fn make_codecs(spec: &SinkSpec) -> Result<Codecs> {
     let cfg = &spec.cfg;
     let value_spec: &FormatSpec = cfg
         .value_format

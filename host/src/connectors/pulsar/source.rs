@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use super::config::{FormatSpec, Startup, TableConfig};
+use super::config::{FormatSpec, OffsetStart, Startup, TableConfig};
 use super::layout::{ColumnSource, Layout};
 use super::options as opt;
 use super::txn_acks::{SplitAck, TxnAcks, stale_transactions};
@@ -65,7 +65,7 @@ pub struct SourceSpec {
     pub plugins: Arc<PluginCatalog>,
 }
 
-struct Decoders {
+pub(super) struct Decoders {
     value: Decoder,
     value_spec: FormatSpec,
     key: Option<(Decoder, FormatSpec)>,
@@ -747,18 +747,22 @@ async fn fresh_start(
                     .topic
                     .as_ref()
                     .is_none_or(|t| *t == parent || *t == split.topic);
-                let partition_ok =
-                    o.partition == split.partition || (split.partition == -1 && o.partition == 0);
+                let partition_ok = o.partition == split.partition
+                    || (split.partition == -1 && o.partition == 0)
+                    // Earliest/latest name no partition: `-1:-1:-1` applies to every partition.
+                    || (o.partition == -1 && !matches!(o.start, OffsetStart::At(_)));
                 topic_ok && partition_ok
             };
-            // A topic-qualified entry beats a partition-only one.
+            // A topic-qualified entry beats a partition-only one, an exact partition a wildcard.
             let entry = offsets
                 .iter()
                 .filter(wanted)
-                .max_by_key(|o| o.topic.is_some());
-            match entry {
-                Some(o) => {
-                    let mut id = parse_message_id(&o.id)?;
+                .max_by_key(|o| (o.topic.is_some(), o.partition == split.partition));
+            match entry.map(|o| &o.start) {
+                Some(OffsetStart::Earliest) => StartPosition::Earliest,
+                Some(OffsetStart::Latest) => StartPosition::Latest,
+                Some(OffsetStart::At(text)) => {
+                    let mut id = parse_message_id(text)?;
                     id.partition = split.partition;
                     StartPosition::At {
                         id: format_message_id(&id),
@@ -772,7 +776,9 @@ async fn fresh_start(
     })
 }
 
-fn make_decoders(spec: &SourceSpec) -> Result<Decoders> {
+/// The table's key and value decoders: plugins loaded (verified, compiled through the cache) and their
+/// `create-decoder` factories run with the table's row types and options.
+pub(super) fn make_decoders(spec: &SourceSpec) -> Result<Decoders> {
     let cfg = &spec.cfg;
     let value_spec = cfg
         .value_format
