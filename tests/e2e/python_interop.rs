@@ -6,9 +6,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use magnetar::OutgoingMessage;
 use magnetar::proto::pb::command_subscribe::{InitialPosition, SubType};
 use magnetar::proto::types::CompressionKind;
 use pulsar_connect::pulsar::message;
+use pulsar_connect::pulsar::topics::TopicName;
+use pulsar_connect::pulsar::writer::{TopicWriter, WriterConfig};
 use pulsar_connect_tests::{TestBroker, run_python, unique_topic};
 
 /// Parses the Python client's message id text, e.g. `(12,3,1,7)` = (ledger, entry, partition, batch index).
@@ -105,8 +109,7 @@ async fn what_the_official_client_writes_we_read_with_every_field() -> Result<()
             (ledger, entry, partition, batch)
         );
         // The `messageId` metadata column holds what the official client's `MessageId.serialize()` gives.
-        let theirs = base64::engine::general_purpose::STANDARD
-            .decode(w["message_id_bytes"].as_str().unwrap())?;
+        let theirs = STANDARD.decode(w["message_id_bytes"].as_str().unwrap())?;
         assert_eq!(id.to_bytes(), theirs, "{payload}: messageId bytes");
         if id.batch_index >= 0 {
             batched += 1;
@@ -154,65 +157,101 @@ async fn a_batch_of_one_message_is_read_without_its_batch_framing() -> Result<()
     Ok(())
 }
 
+/// The bytes the broker stores for `topic` (a partitioned topic's partitions summed).
+fn storage_size(broker: &TestBroker, topic: &str) -> Result<u64> {
+    let path = topic.strip_prefix("persistent://").unwrap_or(topic);
+    let text = broker.admin(
+        "GET",
+        &format!("/admin/v2/persistent/{path}/partitioned-stats"),
+        None,
+    )?;
+    let stats: serde_json::Value = serde_json::from_str(&text)?;
+    stats["storageSize"]
+        .as_u64()
+        .with_context(|| format!("no storageSize in the stats of {topic}: {text}"))
+}
+
+/// What the sink's writer writes — batched (the default) with every codec and without, and unbatched
+/// compressed — the official client reads: payloads, keys (text keys as written; byte keys as their
+/// base64 text, the client ignores `partition_key_b64_encoded`), properties and event times. Batches
+/// are real (several messages an entry) and compressed (a fraction of the plain topic's bytes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_we_write_the_official_client_reads() -> Result<()> {
+async fn what_we_write_batched_and_compressed_the_official_client_reads() -> Result<()> {
+    const COUNT: u64 = 60;
     let broker = TestBroker::get();
-    let topic = unique_topic("interop-to-python");
-    broker.create_partitioned_topic(&topic, 2)?;
     let client = broker.client().await?;
-    let mut expected = BTreeMap::new();
-    // magnetar 1.7.4's producer compresses each message before batching, which the official client
-    // rejects as corrupted (docs/adr/0001-pulsar-client.md): compression and batching are tested apart.
     let plans = [
-        (CompressionKind::Lz4, false, 0..34),
-        (CompressionKind::Zstd, false, 34..67),
-        (CompressionKind::None, true, 67..100),
+        ("NONE", CompressionKind::None, true),
+        ("LZ4", CompressionKind::Lz4, true),
+        ("ZLIB", CompressionKind::Zlib, true),
+        ("ZSTD", CompressionKind::Zstd, true),
+        ("SNAPPY", CompressionKind::Snappy, true),
+        ("LZ4", CompressionKind::Lz4, false),
+        ("ZSTD", CompressionKind::Zstd, false),
     ];
-    for (compression, batching, range) in plans {
-        let mut builder = client.partitioned_producer(&topic).compression(compression);
-        if batching {
-            builder = builder
-                .batching(20, 1 << 20)
-                .batching_max_publish_delay(Duration::from_millis(10));
+    let mut stored = Vec::new();
+    for (name, compression, batched) in plans {
+        let topic = unique_topic(&format!("interop-to-python-{}", name.to_lowercase()));
+        broker.create_partitioned_topic(&topic, 2)?;
+        let config = WriterConfig {
+            batching: batched.then_some((25, 1 << 20, Duration::from_millis(10))),
+            compression,
+            ..WriterConfig::default()
+        };
+        let mut writer = TopicWriter::open(&client, TopicName::parse(&topic)?, &config).await?;
+        let mut expected = BTreeMap::new();
+        for i in 0..COUNT {
+            let payload = format!("rust-{name}-{i}-{}", "ünïcødé ".repeat(20));
+            // Even messages have a text key, odd ones a byte key (base64 + flag, Java's `keyBytes`).
+            let (key, key_b64) = if i % 2 == 0 {
+                (format!("k{i}"), false)
+            } else {
+                (STANDARD.encode([0xff, 0x00, i as u8]), true)
+            };
+            let message = OutgoingMessage::with_payload(payload.clone().into_bytes())
+                .key(key.clone())
+                .property("index", i.to_string())
+                .property("codec", name)
+                .event_time_ms(1_650_000_000_000 + i);
+            writer.send_keyed((i % 2) as u32, message, key_b64).await?;
+            expected.insert(payload, (key, i));
         }
-        let producer = builder.create().await?;
-        let mut sends = Vec::new();
-        for i in range {
-            let payload = format!("rust-{i}-ünïcødé");
-            expected.insert(
-                payload.clone(),
-                (format!("k{i}"), i.to_string(), 1_650_000_000_000u64 + i),
-            );
-            sends.push(
-                producer
-                    .new_message()
-                    .key(format!("k{i}"))
-                    .property("index", i.to_string())
-                    .event_time_ms(1_650_000_000_000 + i)
-                    .value(payload.into_bytes())
-                    .send(),
+        writer.close().await?;
+
+        let read = run_python(&["consume", &broker.service_url, &topic, "60", "30"])?;
+        assert_eq!(read.len() as u64, COUNT, "{name}");
+        let mut entries = std::collections::BTreeSet::new();
+        for r in read {
+            let payload = r["payload"].as_str().unwrap();
+            let (key, i) = expected
+                .remove(payload)
+                .with_context(|| format!("{name}: unexpected {payload}"))?;
+            assert_eq!(r["key"].as_str(), Some(key.as_str()), "{name}: {payload}");
+            assert_eq!(r["properties"]["index"], i.to_string(), "{name}");
+            assert_eq!(r["properties"]["codec"], name, "{name}");
+            assert_eq!(r["event_time"].as_u64(), Some(1_650_000_000_000 + i));
+            let (ledger, entry, partition, batch_index) =
+                python_id(r["message_id"].as_str().unwrap())?;
+            assert_eq!(batch_index >= 0, batched, "{name}: {payload} batched");
+            entries.insert((ledger, entry, partition));
+        }
+        assert!(expected.is_empty(), "{name}: not read: {expected:?}");
+        if batched {
+            assert!(
+                (entries.len() as u64) < COUNT / 2,
+                "{name}: several messages an entry ({} entries)",
+                entries.len()
             );
         }
-        futures::future::try_join_all(sends).await?;
-        producer.close().await?;
+        stored.push((name, batched, storage_size(&broker, &topic)?));
     }
     client.close().await;
-
-    let read = run_python(&["consume", &broker.service_url, &topic, "100", "30"])?;
-    assert_eq!(read.len(), 100);
-    for r in read {
-        let payload = r["payload"].as_str().unwrap();
-        let (key, index, event_time) = expected
-            .remove(payload)
-            .with_context(|| format!("unexpected {payload}"))?;
-        assert_eq!(r["key"].as_str(), Some(key.as_str()));
-        assert_eq!(r["properties"]["index"].as_str(), Some(index.as_str()));
-        assert_eq!(r["event_time"].as_u64(), Some(event_time));
+    let plain = stored[0].2;
+    for (name, batched, size) in &stored[1..] {
+        assert!(
+            size * 2 < plain,
+            "{name} (batched {batched}): {size} bytes stored, uncompressed {plain}"
+        );
     }
-    assert!(
-        expected.is_empty(),
-        "not read by the official client: {:?}",
-        expected.keys().collect::<Vec<_>>()
-    );
     Ok(())
 }

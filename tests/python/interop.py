@@ -1,9 +1,12 @@
 """Interop driver for the official Apache Pulsar Python client (C++ core).
 
   interop.py produce SERVICE_URL TOPIC COUNT
-      Writes COUNT messages with keys, properties and event times: the first half through a batching
-      LZ4 producer, the second half through a batching ZSTD producer. Prints one `@@`-prefixed JSON line per message
-      it wrote (payload, key, properties, event_time, message_id).
+      Writes COUNT messages with keys, properties and event times, a quarter each through a batching
+      LZ4, ZLIB, ZSTD and SNAPPY producer. Prints one `@@`-prefixed JSON line per message it wrote
+      (payload, key, properties, event_time, message_id).
+  interop.py produce-keyed SERVICE_URL TOPIC MESSAGES_JSON
+      Writes the messages of MESSAGES_JSON (a list of [key, payload] strings) in order through a batching
+      ZSTD producer; the client sets keys as text (it has no `keyBytes`). Prints each as written.
   interop.py produce-one SERVICE_URL TOPIC
       Writes one message through a batching producer (an entry holding a batch of one) and prints it.
   interop.py consume SERVICE_URL TOPIC COUNT TIMEOUT_SECONDS
@@ -26,8 +29,11 @@ def emit(record):
 
 def produce(service_url, topic, count):
     client = pulsar.Client(service_url)
-    half = count // 2
-    plans = [(pulsar.CompressionType.LZ4, range(0, half)), (pulsar.CompressionType.ZSTD, range(half, count))]
+    codecs = [pulsar.CompressionType.LZ4, pulsar.CompressionType.ZLib, pulsar.CompressionType.ZSTD,
+              pulsar.CompressionType.SNAPPY]
+    quarter = count // len(codecs)
+    plans = [(c, range(n * quarter, count if n == len(codecs) - 1 else (n + 1) * quarter))
+             for n, c in enumerate(codecs)]
     for compression, indexes in plans:
         producer = client.create_producer(
             topic,
@@ -66,6 +72,32 @@ def produce(service_url, topic, count):
     client.close()
 
 
+def produce_keyed(service_url, topic, messages):
+    client = pulsar.Client(service_url)
+    producer = client.create_producer(
+        topic,
+        compression_type=pulsar.CompressionType.ZSTD,
+        batching_enabled=True,
+        batching_max_messages=20,
+        batching_max_publish_delay_ms=20,
+    )
+    failed = []
+
+    def callback(res, _msg_id):
+        if res != pulsar.Result.Ok:
+            failed.append(str(res))
+
+    for key, payload in messages:
+        producer.send_async(payload.encode("utf-8"), callback, partition_key=key)
+    producer.flush()
+    if failed:
+        raise SystemExit(f"{len(failed)} send(s) failed, first: {failed[0]}")
+    for key, payload in messages:
+        emit({"key": key, "payload": payload})
+    producer.close()
+    client.close()
+
+
 def produce_one(service_url, topic):
     client = pulsar.Client(service_url)
     producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=10)
@@ -93,6 +125,7 @@ def consume(service_url, topic, count, timeout_s):
             "publish_time": msg.publish_timestamp(),
             "received_ms": int(time.time() * 1000),
             "topic": msg.topic_name(),
+            "message_id": str(msg.message_id()),
         })
         consumer.acknowledge(msg)
     consumer.close()
@@ -103,6 +136,8 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "produce":
         produce(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif cmd == "produce-keyed":
+        produce_keyed(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
     elif cmd == "produce-one":
         produce_one(sys.argv[2], sys.argv[3])
     elif cmd == "consume":

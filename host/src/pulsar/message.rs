@@ -80,3 +80,53 @@ pub fn is_null_value(msg: &IncomingMessage) -> bool {
         None => msg.metadata.null_value.unwrap_or(false),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magnetar::MessageId;
+    use magnetar::proto::pb;
+    use std::sync::Arc;
+
+    fn received(
+        entry_key: Option<(&str, bool)>,
+        single_key: Option<(&str, bool)>,
+    ) -> IncomingMessage {
+        let key = |k: Option<(&str, bool)>| k.map(|(k, _)| k.to_owned());
+        let flag = |k: Option<(&str, bool)>| k.map(|(_, b)| b);
+        IncomingMessage {
+            message_id: MessageId::EARLIEST,
+            metadata: Arc::new(pb::MessageMetadata {
+                partition_key: key(entry_key),
+                partition_key_b64_encoded: flag(entry_key),
+                ..Default::default()
+            }),
+            single_metadata: single_key.map(|k| pb::SingleMessageMetadata {
+                partition_key: key(Some(k)),
+                partition_key_b64_encoded: flag(Some(k)),
+                ..Default::default()
+            }),
+            payload: bytes::Bytes::new(),
+            redelivery_count: 0,
+            broker_entry_metadata: None,
+            arrived_at: std::time::Instant::now(),
+        }
+    }
+
+    #[test]
+    fn key_bytes_decode_flagged_keys_alone_and_in_batches() {
+        // Alone: the entry's metadata; in a batch: the single message's (Java's `getKeyBytes`).
+        let alone = received(Some(("AgICyAE=", true)), None);
+        assert_eq!(
+            key_bytes(&alone).as_deref(),
+            Some(&[2u8, 2, 2, 0xc8, 1][..])
+        );
+        let batched = received(None, Some(("AP8=", true)));
+        assert_eq!(key_bytes(&batched).as_deref(), Some(&[0u8, 0xff][..]));
+        assert_eq!(key(&batched), Some("AP8="), "the key as on the wire");
+        // A text key is its UTF-8 bytes, flag unset or false.
+        let text = received(None, Some(("user-1", false)));
+        assert_eq!(key_bytes(&text).as_deref(), Some(&b"user-1"[..]));
+        assert_eq!(key_bytes(&received(None, None)), None);
+    }
+}

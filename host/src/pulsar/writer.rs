@@ -44,20 +44,28 @@ impl Default for WriterConfig {
 }
 
 impl WriterConfig {
-    /// magnetar 1.7.4 compresses each message before batching, which other clients cannot read
-    /// (docs/adr/0001-pulsar-client.md), so the two are not combined.
     pub fn validate(&self) -> Result<()> {
-        if self.batching.is_some() && self.compression != CompressionKind::None {
-            bail!(
-                "compression together with batching is not supported yet (the Pulsar client would write batches \
-                 other clients cannot read): disable batching or compression"
-            );
-        }
         if self.max_in_flight == 0 {
             bail!("max_in_flight must be at least 1");
         }
         Ok(())
     }
+}
+
+/// Registers the runtime's codecs with the protocol crate, which compresses batches as a whole and
+/// messages sent alone (once per process).
+fn register_compressor() {
+    fn compress(kind: i32, data: &[u8]) -> std::result::Result<bytes::Bytes, String> {
+        use magnetar::proto::pb::CompressionType;
+        use magnetar::runtime_tokio::compress;
+        let pb = CompressionType::try_from(kind)
+            .map_err(|_| format!("unknown compression type {kind}"))?;
+        compress::compress(compress::kind_from_pb(pb), data).map_err(|e| e.to_string())
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        magnetar::proto::batch_payload::set_batch_compressor(compress);
+    });
 }
 
 /// A send the broker did not acknowledge.
@@ -68,6 +76,8 @@ pub struct SendFailure {
     pub reason: String,
     /// The message, when the writer keeps failed messages (for a dead-letter topic).
     pub message: Option<OutgoingMessage>,
+    /// Whether the message's key is the base64 text of key bytes (see [`TopicWriter::send_keyed`]).
+    pub key_b64: bool,
 }
 
 type InFlight =
@@ -77,6 +87,8 @@ type InFlight =
 pub struct TopicWriter {
     topic: TopicName,
     producers: Vec<(TopicName, Producer)>,
+    /// The codec every message asks the protocol crate for (`pb::CompressionType`), if any.
+    compression: Option<i32>,
     partitioned: bool,
     in_flight: FuturesUnordered<InFlight>,
     max_in_flight: usize,
@@ -93,6 +105,10 @@ impl TopicWriter {
         config: &WriterConfig,
     ) -> Result<TopicWriter> {
         config.validate()?;
+        let compression = (config.compression != CompressionKind::None).then(|| {
+            register_compressor();
+            config.compression.to_pb() as i32
+        });
         let partitions = client
             .partitions_for_topic(topic.as_str())
             .await
@@ -104,9 +120,12 @@ impl TopicWriter {
         };
         let mut producers = Vec::with_capacity(targets.len());
         for t in targets {
+            // Compression is the protocol crate's (per message, below): the runtime's own codec
+            // compresses each message before batching, a batch no client can read (patch 7 in
+            // third_party/README.md). The protocol crate compresses a batch as a whole, as Java does.
             let mut b = client
                 .producer(t.as_str())
-                .compression(config.compression)
+                .compression(CompressionKind::None)
                 .send_timeout(config.send_timeout);
             if let Some((msgs, bytes, delay)) = config.batching {
                 b = b.batching(msgs, bytes).batching_max_publish_delay(delay);
@@ -132,6 +151,7 @@ impl TopicWriter {
         Ok(TopicWriter {
             topic,
             producers,
+            compression,
             partitioned: partitions > 0,
             in_flight: FuturesUnordered::new(),
             max_in_flight: config.max_in_flight,
@@ -200,6 +220,7 @@ impl TopicWriter {
         if key_b64 && proto.metadata.partition_key.is_some() {
             proto.metadata.partition_key_b64_encoded = Some(true);
         }
+        proto.metadata.compression = self.compression;
         let fut = producer.send(proto);
         let topic = target.to_string();
         self.in_flight.push(Box::pin(async move {
@@ -207,6 +228,7 @@ impl TopicWriter {
                 topic,
                 reason: e.to_string(),
                 message: kept,
+                key_b64,
             })
         }));
         // Collect receipts that are already in, without waiting.

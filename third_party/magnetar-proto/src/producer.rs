@@ -503,6 +503,22 @@ impl ProducerStats {
     }
 }
 
+/// pulsar-connect patch 7: compresses a message sent alone with `kind` (`uncompressed_size` = its
+/// plain size). If it cannot be compressed it goes plain, with `compression` cleared.
+fn compress_alone(msg: &mut OutgoingMessage, kind: i32) {
+    match crate::batch_payload::compress(kind, &msg.payload) {
+        Ok(compressed) => {
+            msg.uncompressed_size = u32::try_from(msg.payload.len()).unwrap_or(u32::MAX);
+            msg.payload = compressed;
+            msg.metadata.compression = Some(kind);
+        }
+        Err(reason) => {
+            tracing::warn!(%reason, "message sent uncompressed: it could not be compressed");
+            msg.metadata.compression = None;
+        }
+    }
+}
+
 /// In-memory batch container.
 ///
 /// Mirrors `BatchMessageContainerImpl`. Holds `Vec<(SingleMessageMetadata, Bytes)>` pairs;
@@ -530,6 +546,9 @@ pub struct BatchContainer {
     /// (`ProducerImpl.canAddToBatch`); we mirror that with [`Self::matches_txn`] +
     /// caller-driven flush on mismatch.
     pub txn_id: Option<crate::TxnId>,
+    /// pulsar-connect patch 7: the codec (`pb::CompressionType`) this crate compresses the batch
+    /// body with at flush, shared by every message of the batch (`None`: the body is sent plain).
+    pub compression: Option<i32>,
 }
 
 impl BatchContainer {
@@ -551,6 +570,7 @@ impl BatchContainer {
         self.highest_sequence_id = None;
         self.first_added_at = None;
         self.txn_id = None;
+        self.compression = None;
     }
 
     /// `true` if `incoming` would land in the same `TransactionBuffer` partition as the
@@ -860,6 +880,12 @@ impl ProducerState {
         if !self.batching_enabled || self.closed {
             return false;
         }
+        // pulsar-connect patch 7: with a producer-level codec the runtime has compressed each payload
+        // already, and a batch of compressed payloads is not readable by any client: such messages
+        // are sent alone. Compressed batches come from the per-message codec (`protocol_codec`).
+        if self.compression != CompressionKind::None {
+            return false;
+        }
         if self
             .batch
             .len()
@@ -873,6 +899,18 @@ impl ProducerState {
         }
         // Messages with a deliver-at time are kept out of batches by `queue_send`.
         true
+    }
+
+    /// pulsar-connect patch 7: the codec this crate compresses `msg` with. A producer opened without
+    /// a codec (the runtime leaves payloads plain) compresses here when the message carries
+    /// `metadata.compression`: as a whole batch at flush when it is batched, alone otherwise.
+    fn protocol_codec(&self, msg: &OutgoingMessage) -> Option<i32> {
+        if self.compression != CompressionKind::None {
+            return None;
+        }
+        msg.metadata
+            .compression
+            .filter(|kind| *kind != pb::CompressionType::None as i32)
     }
 
     /// Stamp publish-time and producer-name on metadata, then assign the next sequence id.
@@ -918,7 +956,13 @@ impl ProducerState {
             return Err(ProducerError::Closed);
         }
 
-        let payload_size = msg.payload.len();
+        let plain_size = msg.payload.len();
+        // pulsar-connect patch 7: a batch is compressed with one codec, so a message asking for
+        // another one starts a new batch.
+        let codec = self.protocol_codec(&msg);
+        if self.batching_enabled && !self.batch.is_empty() && self.batch.compression != codec {
+            let _ = self.flush_batch(publish_time_ms, now);
+        }
         // The batch must be homogeneous per `txn_id` (see `BatchContainer::matches_txn`):
         // mixing two txns — or a txn write with a non-txn write — in the same `CommandSend`
         // sends the entries through the wrong `TransactionBuffer` routing path. Force a flush
@@ -943,8 +987,25 @@ impl ProducerState {
         if delayed && self.batching_enabled && !self.batch.is_empty() {
             let _ = self.flush_batch(publish_time_ms, now);
         }
+        // pulsar-connect patch 8: a message that does not fit the open batch flushes it and starts
+        // the next one (Java's `ProducerImpl.doBatchSendAndAdd`); sent alone it overtook the batch.
+        if !has_source_id
+            && !delayed
+            && self.batching_enabled
+            && !self.batch.is_empty()
+            && !self.can_add_to_batch(plain_size, msg.num_messages)
+        {
+            let _ = self.flush_batch(publish_time_ms, now);
+        }
         let can_batch =
-            !has_source_id && !delayed && self.can_add_to_batch(payload_size, msg.num_messages);
+            !has_source_id && !delayed && self.can_add_to_batch(plain_size, msg.num_messages);
+        // pulsar-connect patch 7: a message sent alone is compressed by itself (before the size
+        // check, as Java's `ProducerImpl.sendAsync`); a batched one with its batch at flush.
+        let mut msg = msg;
+        if !can_batch && let Some(kind) = codec {
+            compress_alone(&mut msg, kind);
+        }
+        let payload_size = msg.payload.len();
 
         // Chunking path: too big AND we cannot batch it.
         if payload_size > self.max_message_size {
@@ -1086,11 +1147,15 @@ impl ProducerState {
         now: std::time::Instant,
     ) -> Result<SendDecision, ProducerError> {
         let _ = publish_time_ms; // publish time gets stamped at flush
+        let codec = self.protocol_codec(&msg);
         let payload = msg.payload;
         let mut single = pb::SingleMessageMetadata::default();
         single.payload_size = i32::try_from(payload.len()).unwrap_or(i32::MAX);
         if let Some(key) = &msg.metadata.partition_key {
             single.partition_key = Some(key.clone());
+            // pulsar-connect patch 7: a key given as bytes (base64 text, Java's `keyBytes`) keeps its
+            // flag inside the batch, as Java's `Commands.serializeSingleMessageInBatchWithPayload`.
+            single.partition_key_b64_encoded = msg.metadata.partition_key_b64_encoded;
         }
         if let Some(ordering) = &msg.metadata.ordering_key {
             single.ordering_key = Some(ordering.clone());
@@ -1114,6 +1179,7 @@ impl ProducerState {
         // `matches_txn`, so we just keep the existing id.
         if self.batch.is_empty() {
             self.batch.txn_id = msg.txn_id;
+            self.batch.compression = codec;
         }
         self.batch.messages.push((single, payload));
         if self.batch.lowest_sequence_id.is_none() {
@@ -1180,9 +1246,9 @@ impl ProducerState {
         self.next_batch_deadline().is_some_and(|d| now >= d)
     }
 
-    /// Flush the batch container into one SEND frame. The caller is responsible for compression
-    /// and any encryption of the concatenated payload. We hand back the raw concatenated bytes
-    /// (singles' length-prefixed metadata followed by payload).
+    /// Flush the batch container into one SEND frame: the singles' length-prefixed metadata
+    /// followed by their payloads, compressed as a whole with the batch's codec when it has one
+    /// (pulsar-connect patch 7). Encryption of batches is not supported.
     ///
     /// `now` is the caller-supplied monotonic timestamp recorded on the resulting `OpSend`
     /// so the sans-io state machine never reads its own clock.
@@ -1252,12 +1318,29 @@ impl ProducerState {
         if highest > lowest {
             metadata.highest_sequence_id = Some(highest);
         }
-        if self.compression != CompressionKind::None {
-            metadata.compression = Some(self.compression.to_pb() as i32);
+        // pulsar-connect patch 7: the batch body is compressed as a whole, and `uncompressed_size`
+        // is the body's size (what a reader decompresses to), as Java's `BatchMessageContainerImpl`.
+        // Without a registered codec (or if it fails) the body goes plain: readable, never corrupt.
+        if let Ok(body_size) = u32::try_from(payload.len()) {
+            metadata.uncompressed_size = Some(body_size);
         }
-        if let Ok(payload_total) = self.batch.current_size_bytes.try_into() {
-            metadata.uncompressed_size = Some(payload_total);
-        }
+        let payload = match self.batch.compression {
+            Some(kind) => match crate::batch_payload::compress(kind, &payload) {
+                Ok(compressed) => {
+                    metadata.compression = Some(kind);
+                    compressed
+                }
+                Err(reason) => {
+                    tracing::warn!(
+                        topic = %self.topic,
+                        %reason,
+                        "batch sent uncompressed: it could not be compressed"
+                    );
+                    payload
+                }
+            },
+            None => payload,
+        };
 
         let send = pb::CommandSend {
             producer_id: self.handle.0,
@@ -3203,5 +3286,32 @@ mod tests {
         // The clamp protects against `Instant + Duration::MAX` panics.
         // `batch_deadline_elapsed` must not panic either.
         assert!(!p.batch_deadline_elapsed(now));
+    }
+
+    /// pulsar-connect patch 7: without a registered compressor (no unit test of this crate
+    /// registers one) a batch asking for a codec is sent plain and says so, never half-compressed.
+    #[test]
+    fn a_batch_without_a_registered_compressor_goes_plain() {
+        let mut p = ProducerState::new(
+            ProducerHandle(1),
+            "t".to_owned(),
+            CompressionKind::None,
+            1024 * 1024,
+        );
+        p.batching_enabled = true;
+        let now = std::time::Instant::now();
+        for text in [&b"a"[..], b"bc"] {
+            let mut msg = small_message(text);
+            msg.metadata.compression = Some(pb::CompressionType::Lz4 as i32);
+            p.queue_send(msg, 1, now).unwrap();
+        }
+        assert_eq!(p.flush_batch(2, now), 1);
+        let frame = p.next_outbound_frame().unwrap();
+        assert_eq!(frame.metadata.compression, None);
+        assert_eq!(frame.metadata.num_messages_in_batch, Some(2));
+        assert_eq!(
+            frame.metadata.uncompressed_size,
+            Some(frame.payload.len() as u32)
+        );
     }
 }

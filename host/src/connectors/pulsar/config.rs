@@ -493,21 +493,19 @@ impl TableConfig {
                 Duration::from_micros(s.i64(opt::BATCH_DELAY).max(1) as u64),
             )
         });
-        let compression = match s.get(opt::COMPRESSION).unwrap_or("NONE") {
+        // With batching, a batch is compressed as a whole (what every Pulsar client reads).
+        let compression = match s
+            .get(opt::COMPRESSION)
+            .unwrap_or("NONE")
+            .to_ascii_uppercase()
+            .as_str()
+        {
             "LZ4" => CompressionKind::Lz4,
             "ZLIB" => CompressionKind::Zlib,
             "ZSTD" => CompressionKind::Zstd,
             "SNAPPY" => CompressionKind::Snappy,
             _ => CompressionKind::None,
         };
-        if batching.is_some() && compression != CompressionKind::None {
-            bail!(
-                "option '{}': '{}' needs '{}' = 'false': compressed batches are not supported yet (the Pulsar client compresses messages one by one, which other clients cannot read inside a batch); allowed with batching: NONE",
-                opt::COMPRESSION,
-                s.get(opt::COMPRESSION).unwrap_or_default(),
-                opt::BATCHING
-            );
-        }
         let producer_name = match s.get(opt::PRODUCER_NAME).map(str::trim) {
             Some("") => bail!(
                 "option '{}': must not be empty (leave it unset to let the broker choose)",

@@ -312,7 +312,7 @@ pub static SETTINGS: &[Setting] = &[
         &["pulsar.producer.compressionType"],
         OptionKind::Enum(COMPRESSION_TYPES),
         Some("NONE"),
-        "Sink: payload compression. With batching enabled only `NONE` is supported for now (the Pulsar client compresses messages one by one, which batches other clients read cannot hold): set `pulsar.producer.batchingEnabled` = `false` to compress.",
+        "Sink: payload compression. With batching each batch is compressed as a whole (as the Java client does); a message sent alone is compressed by itself.",
     ),
     setting(
         PRODUCER_NAME,
