@@ -58,7 +58,8 @@ async fn read_all(
         last = tokio::time::Instant::now();
         for m in batch {
             out.push((
-                message::key(&m).map(str::to_owned),
+                // Keys are written as Java's `keyBytes` does (base64 + flag): read back as bytes.
+                message::key_bytes(&m).map(|k| String::from_utf8_lossy(&k).into_owned()),
                 m.payload.to_vec(),
                 message::properties(&m)
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -346,7 +347,12 @@ async fn python_reads_what_the_sink_writes_and_the_json_schema_is_registered() -
             let v: serde_json::Value = serde_json::from_str(r["payload"].as_str().unwrap())?;
             let i = v["n"].as_u64().unwrap();
             assert_eq!(v["s"], format!("ünïcødé {i}"), "{topic}");
-            assert_eq!(r["key"].as_str(), Some(format!("key-{i}").as_str()));
+            // The official client sees the key as Java's `keyBytes` writes it: its base64 text.
+            let b64 = base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                format!("key-{i}"),
+            );
+            assert_eq!(r["key"].as_str(), Some(b64.as_str()));
             assert_eq!(
                 r["properties"]["index"].as_str(),
                 Some(i.to_string().as_str())

@@ -4,7 +4,6 @@
 //! Output goes through a buffer that is flushed at every checkpoint and at the end, so with stdout redirected to
 //! a file the rows covered by a checkpoint are in the file: this is the recording sink of the crash test.
 
-mod big_integer;
 mod format;
 mod java_float;
 mod java_hash_map;

@@ -297,7 +297,7 @@ impl PulsarSink {
                     .push(("pulsar-connect.error".to_owned(), f.reason.clone()));
                 m.properties
                     .push(("pulsar-connect.topic".to_owned(), f.topic.clone()));
-                dlq.send(0, m).await?;
+                dlq.send_keyed(0, m, f.key_b64).await?;
             }
         }
         if let Some(dlq) = run.dead_letter.as_mut() {
@@ -611,19 +611,14 @@ impl Sink for PulsarSink {
             if let Some(t) = txn {
                 m = m.txn(t);
             }
-            let mut key_b64 = false;
+            // The key format's bytes go as Java's `keyBytes` sends them, for every key format (what
+            // the Flink connector does): base64 text flagged `partition_key_b64_encoded`, which
+            // readers that honour the flag (Java's `getKeyBytes`, our source) turn back into the bytes.
             if let Some(keys) = &prepared.keys {
-                let k = keys.payload(i);
-                match std::str::from_utf8(k) {
-                    Ok(s) => m = m.key(s),
-                    Err(_) => {
-                        m = m.key(base64::engine::general_purpose::STANDARD.encode(k));
-                        key_b64 = true;
-                    }
-                }
+                m = m.key(base64::engine::general_purpose::STANDARD.encode(keys.payload(i)));
             }
             let p = prepared.partitions.as_ref().map_or(0, |p| p[i]);
-            run.writer.send_keyed(p, m, key_b64).await?;
+            run.writer.send_keyed(p, m, prepared.keys.is_some()).await?;
         }
         self.written += batch.num_rows() as u64;
         self.handle_failures().await
