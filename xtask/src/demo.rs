@@ -148,7 +148,7 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
     stages.next("the format and router plugins (wasm components)");
     build_plugins::run(build_plugins::Args::default())?;
     stages.next(
-        "the pulsar-connect binary (the first build compiles ~500 crates: about 15-20 min on 2 cores; cargo prints each one)",
+        "the pulsar-connect binary (the first build compiles ~600 crates: about 25 min on an idle 2-core machine; cargo prints each one)",
     );
     let built = cargo()
         .current_dir(&root)
