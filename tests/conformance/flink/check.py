@@ -16,20 +16,11 @@ import sys
 import tempfile
 import tomllib
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from peer_check import case_keys, compare  # noqa: E402
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-
-
-def names_reason(chain, keys):
-    """Whether the causes after the first (which lists the table's options) name one of `keys`, also
-    without its format prefix or with '-' read as ' '."""
-    reason = " | ".join(chain.split(" | ")[2:]).lower()
-    for k in keys:
-        k = k.lower()
-        bare = k.split(".", 1)[1] if k.startswith(("json.", "csv.", "raw.")) else k
-        if any(c in reason for c in (k, bare, bare.replace("-", " "))):
-            return True
-    return False
 
 
 def main():
@@ -60,29 +51,12 @@ def main():
             continue
         direction = "sink" if re.search(rf"INSERT INTO {table}\b", c["sql"]) else "source"
         rows.append("\t".join([c["name"], direction, " ".join(cols.split()), ", ".join(keep)]))
-        keys = [n for n in c.get("names", []) if not n.startswith("table '")]
-        expected[c["name"]] = (c["expect"], "differs" in c, keys)
+        expected[c["name"]] = (c["name"], c["expect"], "differs" in c, case_keys(c))
     tsv = work / "cases.tsv"
     tsv.write_text("\n".join(rows) + "\n")
     out = subprocess.run(["java", "-cp", f"{cp}:{classes}", "probe.FormatCheck", str(tsv)],
                          check=True, capture_output=True, text=True).stdout
-    bad = 0
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 2 or parts[0] not in expected:
-            continue
-        name, flink = parts[0], parts[1]
-        want, differs, keys = expected[name]
-        agree = (flink == "ok") == (want == "ok")
-        # A refusal counts only when Flink's reason names what the case names (not another problem).
-        if agree and want == "refused" and keys:
-            agree = names_reason(parts[2], keys)
-        if agree == differs:
-            bad += 1
-        mark = "differs" if differs else ("same" if agree else "MISMATCH")
-        detail = parts[2][:160] if len(parts) > 2 else ""
-        print(f"{mark:8} {name}: Flink {flink}, case expects {want} {detail}")
-    print(f"{len(expected)} cases planned by Flink 1.18.1, {bad} not as the case file says")
+    bad = compare(out, expected, "Flink 1.18.1", differs_must_disagree=True)
     sys.exit(1 if bad else 0)
 
 

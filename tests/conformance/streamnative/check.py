@@ -17,6 +17,9 @@ import sys
 import tempfile
 import tomllib
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from peer_check import case_keys, compare  # noqa: E402
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 PLACEHOLDERS = {
@@ -49,26 +52,10 @@ def main():
         for k, v in PLACEHOLDERS.items():
             sql = sql.replace(k, v)
         (jobs / f"{c['name']}.sql").write_text(sql)
-        keys = [n for n in c.get("names", []) if not n.startswith("table '")]
-        expected[f"{c['name']}.sql"] = (c["name"], c["expect"], "differs" in c, keys)
+        expected[f"{c['name']}.sql"] = (c["name"], c["expect"], "differs" in c, case_keys(c))
     out = subprocess.run(["java", *OPENS, "-cp", f"{cp}:{classes}", "sncheck.SnCheck", str(jobs)],
                          check=True, capture_output=True, text=True).stdout
-    bad = 0
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 2 or parts[0] not in expected:
-            continue
-        name, want, differs, keys = expected[parts[0]]
-        agree = (parts[1] == "ok") == (want == "ok")
-        # A refusal counts only when SN's message names what the case names (not another problem).
-        if agree and want == "refused" and keys and not differs:
-            agree = any(k.lower() in parts[2].split(" | ")[-1].lower() for k in keys)
-        if not agree and not differs:
-            bad += 1
-        mark = "differs" if differs else ("same" if agree else "MISMATCH")
-        detail = parts[2].split(" | ")[-1][:300] if len(parts) > 2 else ""
-        print(f"{mark:8} {name}: SN {parts[1]}, case expects {want} {detail}")
-    print(f"{len(expected)} cases planned with StreamNative 1.13.6.2, {bad} not as the case file says")
+    bad = compare(out, expected, "StreamNative 1.13.6.2", differs_must_disagree=False)
     sys.exit(1 if bad else 0)
 
 
