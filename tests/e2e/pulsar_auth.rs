@@ -2,7 +2,8 @@
 //! started here when it is not up): TLS with the broker's CA through `localhost` (source, sink, https
 //! admin), hostname verification against `127.0.0.1` on and off, an untrusted broker, OAuth2 client
 //! credentials against a mock issuer (discovery, token refresh, a wrong secret), the transaction
-//! coordinator with the same settings, and `validate` printing no secret.
+//! coordinator with the same settings, and `validate` printing no secret. TLS client certificates, against
+//! the `mtls` broker, are in [`mtls`].
 //! Needs the built plugins (`cargo xtask build-plugins`) and, for `validate`, the release binary.
 
 use std::path::PathBuf;
@@ -22,6 +23,9 @@ use tokio::net::TcpListener;
 use xtask::broker::{BrokerInfo, Profile};
 
 const WAIT: Duration = Duration::from_secs(60);
+
+#[path = "pulsar_auth_mtls.rs"]
+mod mtls;
 
 // ---------------------------------------------------------------------------------------------------
 // The token broker, shared by the tests of this binary: started by the first that needs it, stopped by

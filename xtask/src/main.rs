@@ -52,7 +52,8 @@ enum BrokerAction {
 #[derive(Debug, Args)]
 struct ProfileArgs {
     /// `token` starts a second broker with token authentication (its admin token is in
-    /// target/pulsar/token/admin.token).
+    /// target/pulsar/token/admin.token); `mtls` a third one whose TLS listeners require a client
+    /// certificate (one is generated in target/pulsar/mtls/tls/).
     #[arg(long, value_enum, default_value = "none")]
     auth: Auth,
     /// Delete the broker's data first (start only).
@@ -64,6 +65,7 @@ struct ProfileArgs {
 enum Auth {
     None,
     Token,
+    Mtls,
 }
 
 impl ProfileArgs {
@@ -71,6 +73,7 @@ impl ProfileArgs {
         match self.auth {
             Auth::None => Profile::Default,
             Auth::Token => Profile::Token,
+            Auth::Mtls => Profile::Mtls,
         }
     }
 }
@@ -166,6 +169,14 @@ fn print_info(info: &BrokerInfo) {
     }
     if let Some(ca) = &info.ca_cert_file {
         println!("CA cert:      {}", ca.display());
+    }
+    if let (Some(cert), Some(key)) = (&info.client_cert_file, &info.client_key_file) {
+        println!(
+            "client cert:  {} (role {})",
+            cert.display(),
+            info.client_role.as_deref().unwrap_or("?")
+        );
+        println!("client key:   {}", key.display());
     }
     println!("pid:          {}", info.pid);
     if let Some(kib) = broker::rss_kib(info.pid) {

@@ -21,13 +21,14 @@ pub fn admin_client(admin_url: &str, token: Option<&str>) -> Result<AdminClient>
 /// Builds an admin client for `admin_url` with the table's authentication (token, or the OAuth2 flow
 /// its client uses: the access token is refreshed on demand) and TLS settings (`https://`: the trust
 /// certificates are added to the system's; `tls-allow-insecure-connection` accepts any certificate; the
-/// host name is always verified otherwise). Errors name the URL, never a secret.
+/// host name is always verified otherwise; the client certificate is presented to a broker that asks
+/// for one). Errors name the URL, never a secret.
 pub async fn admin_client_for(admin_url: &str, config: &ClientConfig) -> Result<AdminClient> {
     let url =
         url::Url::parse(admin_url).with_context(|| format!("invalid admin-url '{admin_url}'"))?;
     let mut b = AdminClient::builder().service_url(url);
     match &config.auth {
-        Authentication::None => {}
+        Authentication::None | Authentication::Tls => {}
         Authentication::Token(token) => b = b.token(token.clone()),
         Authentication::OAuth2(o) => {
             let flow = o
@@ -42,6 +43,12 @@ pub async fn admin_client_for(admin_url: &str, config: &ClientConfig) -> Result<
             b = b.tls_trust_cert_pem(pem.as_slice().to_vec());
         }
         b = b.tls_allow_insecure(config.tls.allow_insecure);
+        if let Some(cert) = &config.tls.client_cert {
+            let identity = cert
+                .identity()
+                .map_err(|e| anyhow!("creating the admin client for {admin_url}: {e}"))?;
+            b = b.tls_identity(identity);
+        }
     }
     b.build().map_err(|e| {
         anyhow!(
@@ -55,7 +62,7 @@ pub async fn admin_client_for(admin_url: &str, config: &ClientConfig) -> Result<
 /// bearer token to send (OAuth2: the current access token).
 pub async fn rest_client(config: &ClientConfig) -> Result<(reqwest::Client, Option<String>)> {
     let token = match &config.auth {
-        Authentication::None => None,
+        Authentication::None | Authentication::Tls => None,
         Authentication::Token(t) => Some(t.clone()),
         Authentication::OAuth2(o) => {
             let flow = o.flow(&config.tls).await.map_err(|e| anyhow!("{e}"))?;
@@ -74,6 +81,9 @@ pub async fn rest_client(config: &ClientConfig) -> Result<(reqwest::Client, Opti
     }
     if config.tls.allow_insecure {
         b = b.danger_accept_invalid_certs(true);
+    }
+    if let Some(cert) = &config.tls.client_cert {
+        b = b.identity(cert.identity().map_err(|e| anyhow!("{e}"))?);
     }
     Ok((b.build().context("creating an HTTP client")?, token))
 }

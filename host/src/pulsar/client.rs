@@ -4,9 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use magnetar::proto::auth::TokenAuth;
+use magnetar::proto::auth::{TlsAuth, TokenAuth};
+use magnetar::runtime_tokio::{self as runtime, Client as RuntimeClient};
 use magnetar::{AuthProvider, PulsarClient, SupervisorConfig};
 
+use super::client_cert::ClientCert;
 use super::oauth2::OAuth2;
 
 /// How the client authenticates. `Debug` never prints a secret.
@@ -19,6 +21,9 @@ pub enum Authentication {
     /// OAuth2 client credentials (`AuthenticationOAuth2`): the access token is fetched from the issuer
     /// and refreshed; every connection of the table shares it.
     OAuth2(Arc<OAuth2>),
+    /// TLS client certificate (`AuthenticationTls`): the broker takes the role from the certificate
+    /// of the TLS handshake ([`TlsOptions::client_cert`]); `CONNECT` names the method `tls`.
+    Tls,
 }
 
 impl fmt::Debug for Authentication {
@@ -27,6 +32,7 @@ impl fmt::Debug for Authentication {
             Authentication::None => f.write_str("None"),
             Authentication::Token(_) => f.write_str("Token(<redacted>)"),
             Authentication::OAuth2(o) => f.debug_tuple("OAuth2").field(o).finish(),
+            Authentication::Tls => f.write_str("Tls"),
         }
     }
 }
@@ -35,7 +41,7 @@ impl Authentication {
     /// What must never appear in a message (tokens, client secrets).
     pub fn secrets(&self) -> Vec<String> {
         match self {
-            Authentication::None => Vec::new(),
+            Authentication::None | Authentication::Tls => Vec::new(),
             Authentication::Token(t) => vec![t.clone()],
             Authentication::OAuth2(o) => o.secrets(),
         }
@@ -51,6 +57,11 @@ impl Authentication {
             Authentication::None => return Ok(None),
             Authentication::Token(token) => Arc::new(TokenAuth::from_string(token.clone())),
             Authentication::OAuth2(o) => o.flow(tls).await?,
+            // The certificate travels in the handshake; the command carries no data.
+            Authentication::Tls => Arc::new(TlsAuth::from_pem_bytes(
+                bytes::Bytes::new(),
+                bytes::Bytes::new(),
+            )),
         };
         Ok(Some(provider))
     }
@@ -68,6 +79,10 @@ pub struct TlsOptions {
     pub allow_insecure: bool,
     /// `tls-hostname-verification-enable` (default true).
     pub hostname_verification: bool,
+    /// The certificate presented to brokers that ask for one (`AuthenticationTls`'s `tlsCertFile` /
+    /// `tlsKeyFile`, or `tls-certificate-file-path` / `tls-key-file-path`), read when the table is
+    /// configured.
+    pub client_cert: Option<ClientCert>,
 }
 
 impl Default for TlsOptions {
@@ -77,6 +92,7 @@ impl Default for TlsOptions {
             trust_certs_pem: None,
             allow_insecure: false,
             hostname_verification: true,
+            client_cert: None,
         }
     }
 }
@@ -87,6 +103,7 @@ impl fmt::Debug for TlsOptions {
             .field("trust_certs_file", &self.trust_certs_file)
             .field("allow_insecure", &self.allow_insecure)
             .field("hostname_verification", &self.hostname_verification)
+            .field("client_cert", &self.client_cert)
             .finish()
     }
 }
@@ -158,21 +175,71 @@ pub async fn connect(config: &ClientConfig) -> Result<PulsarClient, ConnectError
     if let Some(provider) = config.auth.provider(&config.tls).await.map_err(fail)? {
         builder = builder.auth(provider);
     }
-    if let Some(pem) = &config.tls.trust_certs_pem {
-        builder = builder.tls_trust_certs_pem(pem.as_slice().to_vec());
+    if config.tls.client_cert.is_some() && config.is_tls() {
+        builder = builder.tls_config(rustls_config(&config.tls).map_err(fail)?);
+    } else {
+        if let Some(pem) = &config.tls.trust_certs_pem {
+            builder = builder.tls_trust_certs_pem(pem.as_slice().to_vec());
+        }
+        builder = builder
+            .tls_allow_insecure_connection(config.tls.allow_insecure)
+            .tls_hostname_verification_enable(config.tls.hostname_verification);
     }
-    builder = builder
-        .tls_allow_insecure_connection(config.tls.allow_insecure)
-        .tls_hostname_verification_enable(config.tls.hostname_verification);
     builder
         .build()
         .await
         .map_err(|e| fail(with_tls_hint(e.to_string(), config)))
 }
 
+/// The `rustls` configuration of `pulsar+ssl://` connections: trust anchors (the trust file only, or
+/// the system's), the verifier (`tls-allow-insecure-connection`, `tls-hostname-verification-enable`)
+/// and the client certificate. Errors name no secret.
+pub fn rustls_config(tls: &TlsOptions) -> Result<Arc<rustls::ClientConfig>, String> {
+    let base = if tls.allow_insecure {
+        runtime::insecure_tls_config()
+    } else if let Some(pem) = &tls.trust_certs_pem {
+        if tls.hostname_verification {
+            RuntimeClient::tls_config_from_pem(pem)
+        } else {
+            runtime::tls_config_no_hostname(pem)
+        }
+        .map_err(|e| format!("option 'tls-trust-certs-file-path': {e}"))?
+    } else {
+        runtime::default_tls_config().map_err(|e| e.to_string())?
+    };
+    Ok(match &tls.client_cert {
+        Some(cert) => cert.add_to(&base),
+        None => base,
+    })
+}
+
 /// A TLS failure with what to change (the rustls reason alone names no option).
 pub fn with_tls_hint(reason: String, config: &ClientConfig) -> String {
     let lower = reason.to_ascii_lowercase();
+    // A broker that wants a client certificate refuses it after its side of the TLS 1.3 handshake:
+    // the client sees an alert, or (magnetar) only "handshake failed" without a broker reason.
+    let refused_client = [
+        "certificaterequired",
+        "certificate required",
+        "badcertificate",
+        "bad certificate",
+        "certificateunknown",
+        "unknownca",
+    ]
+    .iter()
+    .any(|alert| lower.contains(alert))
+        || (lower.trim_end().ends_with("handshake failed"));
+    if refused_client && config.is_tls() {
+        return match &config.tls.client_cert {
+            None => format!(
+                "{reason} (TLS: the broker closed the connection after the TLS handshake; a broker that requires a client certificate does so: set 'auth-plugin-classname' = 'tls' with 'auth-params' = 'tlsCertFile:<cert.pem>,tlsKeyFile:<key.pem>', or 'tls-certificate-file-path' and 'tls-key-file-path')"
+            ),
+            Some(cert) => format!(
+                "{reason} (TLS: the broker closed the connection after the TLS handshake; did it refuse the client certificate {}? It must be signed by a CA the broker trusts (the broker's 'tlsTrustCertsFilePath'))",
+                cert.cert_file
+            ),
+        };
+    }
     if lower.contains("notvalidforname") || lower.contains("not valid for name") {
         format!(
             "{reason} (TLS: the broker's certificate is not valid for this host name: connect with a host name the certificate names, or set 'tls-hostname-verification-enable' = 'false')"

@@ -15,7 +15,7 @@ use magnetar::ConnectionConfig;
 use magnetar::proto::{TxnAction, TxnId};
 use magnetar::runtime_tokio::{Client, ParsedUrl, Scheme};
 
-use super::client::{ClientConfig, redact, with_tls_hint};
+use super::client::{ClientConfig, redact, rustls_config, with_tls_hint};
 
 /// A transaction id as checkpoints store it: `most:least`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,20 +76,12 @@ impl TxnCoordinator {
             .await
             .map_err(|e| anyhow!("{}: {e}", what()))?;
         let url = ParsedUrl::parse(&config.service_url).with_context(what)?;
+        // The same rustls configuration as the table's client (trust, verifier, client certificate).
         let tls = match url.scheme {
             Scheme::Plain => None,
-            Scheme::Tls => Some(if config.tls.allow_insecure {
-                magnetar::runtime_tokio::insecure_tls_config()
-            } else if let Some(pem) = &config.tls.trust_certs_pem {
-                if config.tls.hostname_verification {
-                    Client::tls_config_from_pem(pem)
-                } else {
-                    magnetar::runtime_tokio::tls_config_no_hostname(pem)
-                }
-                .with_context(what)?
-            } else {
-                magnetar::runtime_tokio::default_tls_config().with_context(what)?
-            }),
+            Scheme::Tls => {
+                Some(rustls_config(&config.tls).map_err(|e| anyhow!("{}: {e}", what()))?)
+            }
         };
         // The CONNECT carries the credentials (the provider only answers the broker's challenges).
         let mut conn = ConnectionConfig::default();

@@ -3,9 +3,11 @@
 //! The broker's classpath is resolved from Maven Central (`xtask/broker/pom.xml`) and cached; the broker is
 //! started as `org.apache.pulsar.PulsarStandaloneStarter` with a generated configuration on free loopback
 //! ports, its data under `target/pulsar/<profile>/data`. `broker.json` in the profile folder tells tests and
-//! tools where it is. Two profiles exist: `default` (no authentication) and `token` (token authentication
+//! tools where it is. Three profiles exist: `default` (no authentication), `token` (token authentication
 //! and authorization; the `admin` superuser's token is written next to it; TLS listeners beside the
-//! plaintext ones, with a generated CA, see [`tls`]).
+//! plaintext ones, with a generated CA, see [`tls`]) and `mtls` (as `token`, but its TLS listeners
+//! require a client certificate, authenticated by `AuthenticationProviderTls`; xtask generates one,
+//! common name [`tls::CLIENT_ROLE`], a superuser).
 
 mod classpath;
 mod config;
@@ -25,12 +27,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::paths;
 
-/// Which broker: plain, or with token authentication.
+/// Which broker: plain, with token authentication, or with token authentication and TLS client
+/// certificates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     Default,
     Token,
+    Mtls,
 }
 
 impl Profile {
@@ -38,6 +42,7 @@ impl Profile {
         match self {
             Profile::Default => "default",
             Profile::Token => "token",
+            Profile::Mtls => "mtls",
         }
     }
 
@@ -57,7 +62,7 @@ pub struct Ports {
     pub broker: u16,
     pub web: u16,
     pub bookie: u16,
-    /// The TLS listeners (`token` profile).
+    /// The TLS listeners (`token` and `mtls` profiles).
     #[serde(default)]
     pub tls_broker: Option<u16>,
     #[serde(default)]
@@ -88,6 +93,16 @@ pub struct BrokerInfo {
     /// For the `token` profile: the CA certificate (PEM) that signed the broker's certificate.
     #[serde(default)]
     pub ca_cert_file: Option<PathBuf>,
+    /// For the `mtls` profile: a client certificate (PEM) signed by the same CA, whose common name
+    /// (`client_role`) is a superuser.
+    #[serde(default)]
+    pub client_cert_file: Option<PathBuf>,
+    /// For the `mtls` profile: the client certificate's private key (PKCS#8 PEM).
+    #[serde(default)]
+    pub client_key_file: Option<PathBuf>,
+    /// For the `mtls` profile: the role the client certificate authenticates as.
+    #[serde(default)]
+    pub client_role: Option<String>,
 }
 
 impl BrokerInfo {
@@ -178,23 +193,24 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
             ports.tls_web = None;
             None
         }
-        Profile::Token => {
+        Profile::Token | Profile::Mtls => {
             if ports.tls_broker.is_none() || ports.tls_web.is_none() {
                 ports.tls_broker = Some(free_port()?);
                 ports.tls_web = Some(free_port()?);
             }
-            Some(tls::ensure_tls_material(&dir)?)
+            Some(tls::ensure_tls_material(&dir, profile == Profile::Mtls)?)
         }
     };
 
     let (token_files, admin_token) = match profile {
         Profile::Default => (None, None),
-        Profile::Token => {
+        Profile::Token | Profile::Mtls => {
             let (key, token) = ensure_token_material(&dir)?;
             let admin_token = fs::read_to_string(&token)?.trim().to_owned();
             (Some((key, token)), Some(admin_token))
         }
     };
+    let client_files = tls_files.as_ref().and_then(|f| f.client.as_ref());
     let conf_path = dir.join("standalone.conf");
     let conf = config::standalone_conf(
         &ports,
@@ -262,6 +278,9 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
             .tls_web
             .map(|p| format!("https://{}:{p}", tls::SERVER_NAME)),
         ca_cert_file: tls_files.as_ref().map(|f| f.ca_cert.clone()),
+        client_cert_file: client_files.map(|(c, _)| c.clone()),
+        client_key_file: client_files.map(|(_, k)| k.clone()),
+        client_role: client_files.map(|_| tls::CLIENT_ROLE.to_owned()),
     };
     write_info(&info)?;
 
@@ -313,6 +332,13 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
         eprintln!(
             "  TLS: service URL {url}  admin URL {admin}  CA certificate {}",
             ca.display()
+        );
+    }
+    if let Some(cert) = &info.client_cert_file {
+        eprintln!(
+            "  client certificates required on TLS; one for role '{}': {}",
+            tls::CLIENT_ROLE,
+            cert.display()
         );
     }
     Ok(info)

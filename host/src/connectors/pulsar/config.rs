@@ -158,9 +158,13 @@ pub fn authentication(settings: &Settings) -> Result<Authentication> {
     if OAUTH2_PLUGINS.contains(&plugin) {
         return oauth2(params).map(|c| Authentication::OAuth2(Arc::new(OAuth2::new(c))));
     }
+    if super::tls_auth::TLS_PLUGINS.contains(&plugin) {
+        // The certificate and key files of the parameters are read with the TLS settings.
+        return Ok(Authentication::Tls);
+    }
     if !plugin.is_empty() && !TOKEN_PLUGINS.contains(&plugin) {
         bail!(
-            "option '{}': authentication plugin '{plugin}' is not supported; allowed: org.apache.pulsar.client.impl.auth.AuthenticationToken (token), org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2 (oauth2)",
+            "option '{}': authentication plugin '{plugin}' is not supported; allowed: org.apache.pulsar.client.impl.auth.AuthenticationToken (token), org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2 (oauth2), org.apache.pulsar.client.impl.auth.AuthenticationTls (tls)",
             opt::AUTH_PLUGIN
         );
     }
@@ -379,7 +383,7 @@ fn read_text_file(path: &str, what: &str) -> Result<String> {
 }
 
 /// Reads a file named by an option through cap-std (its directory opened with ambient authority).
-fn read_file(path: &str, what: &str) -> Result<Vec<u8>> {
+pub(super) fn read_file(path: &str, what: &str) -> Result<Vec<u8>> {
     let path = std::path::Path::new(path);
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         bail!("'{}' is not a file path", path.display());
@@ -422,6 +426,13 @@ impl TableConfig {
         let mut client = ClientConfig::new(service_url);
         client.tls = tls_options(&settings, uses_tls, &mut tls_ignored)?;
         client.auth = authentication(&settings)?;
+        client.tls.client_cert = super::tls_auth::client_cert(
+            &settings,
+            &client.auth,
+            client.is_tls(),
+            uses_tls,
+            &mut tls_ignored,
+        )?;
         client.operation_timeout =
             Duration::from_millis(settings.i64(opt::OPERATION_TIMEOUT).max(1) as u64);
         let layout = Layout::of(table)?;

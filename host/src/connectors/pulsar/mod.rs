@@ -12,6 +12,7 @@ pub mod options;
 pub mod schema;
 pub mod sink;
 pub mod source;
+pub mod tls_auth;
 pub mod txn_acks;
 
 use std::sync::Arc;

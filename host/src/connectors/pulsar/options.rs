@@ -58,6 +58,8 @@ pub const AUTH_PARAMS: &str = "auth-params";
 pub const TLS_TRUST_CERTS: &str = "tls-trust-certs-file-path";
 pub const TLS_ALLOW_INSECURE: &str = "tls-allow-insecure-connection";
 pub const TLS_HOSTNAME_VERIFICATION: &str = "tls-hostname-verification-enable";
+pub const TLS_CERT_FILE: &str = "tls-certificate-file-path";
+pub const TLS_KEY_FILE: &str = "tls-key-file-path";
 pub const FLUSH_ON_CHECKPOINT: &str = "flush-on-checkpoint";
 pub const FAIL_ON_WRITE: &str = "fail-on-write";
 pub const POLL_TIMEOUT: &str = "poll-timeout-ms";
@@ -104,7 +106,7 @@ pub static SETTINGS: &[Setting] = &[
             &["authPluginClassName", "pulsar.client.authPluginClassName"],
             OptionKind::String,
             None,
-            "Authentication: `org.apache.pulsar.client.impl.auth.AuthenticationToken` (or `token`), `org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2` (or `oauth2`: client credentials, the token endpoint found by OpenID discovery, the access token refreshed before it expires). Other plugins are refused with a clear error.",
+            "Authentication: `org.apache.pulsar.client.impl.auth.AuthenticationToken` (or `token`), `org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2` (or `oauth2`: client credentials, the token endpoint found by OpenID discovery, the access token refreshed before it expires), `org.apache.pulsar.client.impl.auth.AuthenticationTls` (or `tls`: the TLS client certificate of `auth-params`; the broker takes the role from it; needs `pulsar+ssl://`). Other plugins are refused with a clear error.",
         )
     },
     Setting {
@@ -114,7 +116,7 @@ pub static SETTINGS: &[Setting] = &[
             &["authParams", "pulsar.client.authParams"],
             OptionKind::String,
             None,
-            "Authentication parameters. Token: `token:<jwt>`, `file:///path/to/token`, or the bare token. OAuth2: the Java client's JSON, `{\"type\":\"client_credentials\",\"issuerUrl\":\"https://idp/\",\"privateKey\":\"file:///path/key.json\",\"audience\":\"...\",\"scope\":\"...\"}` (`privateKey` also `data:application/json;base64,...`; the key file holds `client_id` and `client_secret`). Never printed.",
+            "Authentication parameters. Token: `token:<jwt>`, `file:///path/to/token`, or the bare token. OAuth2: the Java client's JSON, `{\"type\":\"client_credentials\",\"issuerUrl\":\"https://idp/\",\"privateKey\":\"file:///path/key.json\",\"audience\":\"...\",\"scope\":\"...\"}` (`privateKey` also `data:application/json;base64,...`; the key file holds `client_id` and `client_secret`). TLS: `tlsCertFile:/path/cert.pem,tlsKeyFile:/path/key.pem` or `{\"tlsCertFile\":\"...\",\"tlsKeyFile\":\"...\"}` (PEM chain; PEM key, PKCS#8, PKCS#1 or SEC1, read when the job starts and checked to belong to the certificate; also presented by the transaction coordinator and admin clients). Never printed.",
         )
     },
     setting(
@@ -147,6 +149,26 @@ pub static SETTINGS: &[Setting] = &[
         Some("true"),
         "TLS: check that the broker's certificate names the host of the service URL. On by default (the Java client's default is off); `false` keeps the chain check and needs `tls-trust-certs-file-path`. The admin client always checks the host name unless `tls-allow-insecure-connection` is set.",
     ),
+    setting(
+        TLS_CERT_FILE,
+        &[
+            "tlsCertificateFilePath",
+            "pulsar.client.tlsCertificateFilePath",
+        ],
+        OptionKind::String,
+        None,
+        "TLS: PEM file of the client certificate (chain) presented to brokers (binary protocol, transaction coordinator, `https://` admin URL) that ask for one, whatever the authentication; with `tls-key-file-path`. `AuthenticationTls`'s `tlsCertFile` wins over it. Read when the job starts; ignored (with a warning) when no URL of the table uses TLS.",
+    ),
+    Setting {
+        secret: true,
+        ..setting(
+            TLS_KEY_FILE,
+            &["tlsKeyFilePath", "pulsar.client.tlsKeyFilePath"],
+            OptionKind::String,
+            None,
+            "TLS: PEM file of the private key of `tls-certificate-file-path` (PKCS#8, PKCS#1 or SEC1), checked to belong to the certificate. Neither its path nor its content is printed.",
+        )
+    },
     setting(
         FLUSH_ON_CHECKPOINT,
         &["flushoncheckpoint"],
