@@ -22,27 +22,30 @@ INSERT INTO values_table SELECT id, id, CAST('2024-02-29 23:59:59.5' AS TIMESTAM
 END;
 ";
 
-fn job() -> (tempfile::TempDir, std::path::PathBuf) {
+/// Runs `pulsar-connect <command> job.sql <extra>` in a fresh directory; its stdout (it must succeed).
+fn cli(command: &str, extra: &[&str]) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("job.sql");
     std::fs::write(&path, JOB).unwrap();
-    (tmp, path)
+    let out = Command::new(common::binary())
+        .arg(command)
+        .arg(&path)
+        .args(extra)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
 
 #[test]
 fn validate_names_unaliased_expressions_as_flink_does() {
-    let (_tmp, path) = job();
-    let out = Command::new(common::binary())
-        .arg("validate")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = cli("validate", &[]);
     for shown in [
         "AS EXPR$0",
         "AS EXPR$1",
@@ -58,20 +61,7 @@ fn validate_names_unaliased_expressions_as_flink_does() {
 
 #[test]
 fn casts_to_flink_types_run_and_print() {
-    let (tmp, path) = job();
-    let out = Command::new(common::binary())
-        .arg("run")
-        .arg(&path)
-        .arg("--state-dir")
-        .arg(tmp.path().join("state"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = cli("run", &["--state-dir", "state"]);
     let mut casts: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("casts> "))
