@@ -111,8 +111,10 @@ impl CsvOptions {
             quote,
             allow_comments: bool_option(options, "allow-comments", false)?,
             ignore_parse_errors: bool_option(options, "ignore-parse-errors", false)?,
-            array_delimiter: text_option(options, "array-element-delimiter", true)?
-                .unwrap_or_else(|| ";".into()),
+            // One character, as Flink 1.18 validates it (after our unescaping).
+            array_delimiter: single_char(options, "array-element-delimiter", Some(';'), true)?
+                .unwrap_or(';')
+                .to_string(),
             escape: single_char(options, "escape-character", None, true)?,
             null_literal: option(options, "null-literal").map(|_| {
                 options

@@ -101,4 +101,5 @@ fn delimiter_options_take_java_escapes() {
     // Still one character after unescaping; the quote is taken as written (as Flink does).
     assert!(csv_format::CsvOptions::parse(&opts(&[("field-delimiter", "\\t\\t")])).is_err());
     assert!(csv_format::CsvOptions::parse(&opts(&[("quote-character", "''")])).is_err());
+    assert!(csv_format::CsvOptions::parse(&opts(&[("array-element-delimiter", "||")])).is_err());
 }

@@ -58,12 +58,6 @@ impl JsonOptions {
         check_known(options, OPTIONS)?;
         let fail_on_missing_field = bool_option(options, "fail-on-missing-field", false)?;
         let ignore_parse_errors = bool_option(options, "ignore-parse-errors", false)?;
-        if fail_on_missing_field && ignore_parse_errors {
-            return Err(config_error(
-                Some("ignore-parse-errors"),
-                "fail-on-missing-field and ignore-parse-errors shouldn't both be true.",
-            ));
-        }
         let iso8601 = match option(options, "timestamp-format.standard").unwrap_or("SQL") {
             s if s.eq_ignore_ascii_case("SQL") => false,
             s if s.eq_ignore_ascii_case("ISO-8601") => true,
@@ -147,6 +141,14 @@ pub struct Decoder {
 /// Creates a decoder for `row_type` with format options (no `json.` prefix).
 pub fn decoder(options: &[(String, String)], row_type: &RowType) -> Result<Decoder, ConfigError> {
     let opts = JsonOptions::parse(options)?;
+    // A decoding rule, as in Flink (`validateDecodingFormatOptions`): a table that is only written may
+    // set both.
+    if opts.fail_on_missing_field && opts.ignore_parse_errors {
+        return Err(config_error(
+            Some("ignore-parse-errors"),
+            "fail-on-missing-field and ignore-parse-errors shouldn't both be true.",
+        ));
+    }
     check_types(row_type)?;
     let cols = Cols::new(row_type);
     let top = RowPlan {

@@ -28,6 +28,27 @@ pub struct FormatSpec {
     /// Per-message decode errors skip the message (counted) instead of failing the job: the format's own
     /// `ignore-parse-errors` option (a convention of the built-in formats).
     pub skip_errors: bool,
+    /// How the table spells this format's options (`raw.`, `key.json.`).
+    pub prefix: String,
+    /// The table's option that names the format (`format`, `key.format`).
+    pub role: String,
+}
+
+impl FormatSpec {
+    /// A factory error of the format plugin with the option named as the user wrote it (`'raw.charset'`,
+    /// not the plugin's `charset`), or the table's format option when the plugin named none.
+    pub fn factory_error(&self, table: &str, e: &dyn std::fmt::Display) -> anyhow::Error {
+        let text = e.to_string();
+        let named = text
+            .split_once("option `")
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(o, _)| o)
+            .filter(|o| self.options.iter().any(|(k, _)| k == o) || !o.contains(' '));
+        match named {
+            Some(o) => anyhow!("table '{table}', option '{}{o}': {text}", self.prefix),
+            None => anyhow!("table '{table}', option '{}': {text}", self.role),
+        }
+    }
 }
 
 /// Where a fresh source starts.
@@ -133,6 +154,8 @@ fn format_spec(
         plugin: name.to_owned(),
         options: resolved,
         skip_errors,
+        prefix: prefixes.first().cloned().unwrap_or_default(),
+        role: role.to_owned(),
     })
 }
 

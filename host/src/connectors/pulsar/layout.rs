@@ -90,8 +90,12 @@ impl Layout {
         let key_fields = o.get("key.fields").map(split_list).unwrap_or_default();
         let prefix = o.get("key.fields-prefix").unwrap_or("");
         let except_key = o.get("value.fields-include") == Some("EXCEPT_KEY");
-        match (key_format.is_some(), key_fields.is_empty()) {
-            (true, true) => bail!(
+        // `'key.fields' = ''` is still a key-fields declaration (both peers refuse it without a key format).
+        match (
+            key_format.is_some(),
+            key_fields.is_empty() && !o.contains("key.fields"),
+        ) {
+            (true, _) if key_fields.is_empty() => bail!(
                 "option 'key.format': a key format 'key.format' requires the declaration of one or more key fields using 'key.fields'"
             ),
             (false, false) => bail!(

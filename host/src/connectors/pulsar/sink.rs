@@ -324,13 +324,13 @@ pub(super) fn make_codecs(spec: &SinkSpec) -> Result<Codecs> {
         &value_spec.options,
         cfg.layout.value_schema.clone(),
     )
-    .map_err(|e| anyhow!("table '{}', option 'format': {e}", cfg.table))?;
+    .map_err(|e| value_spec.factory_error(&cfg.table, &e))?;
     let key = match (&cfg.key_format, &cfg.layout.key_schema) {
         (Some(k), Some(schema)) => {
             let plugin = spec.plugins.load(&k.plugin, Kind::Format)?;
             Some(
                 Encoder::new(&plugin, &k.options, schema.clone())
-                    .map_err(|e| anyhow!("table '{}', option 'key.format': {e}", cfg.table))?,
+                    .map_err(|e| k.factory_error(&cfg.table, &e))?,
             )
         }
         _ => None,
