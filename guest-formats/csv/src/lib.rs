@@ -28,6 +28,7 @@ pub const OPTIONS: &[&str] = &[
     "array-element-delimiter",
     "escape-character",
     "null-literal",
+    "write-bigdecimal-in-scientific-notation",
 ];
 
 /// Parsed options.
@@ -41,6 +42,8 @@ pub struct CsvOptions {
     pub array_delimiter: String,
     pub escape: Option<char>,
     pub null_literal: Option<String>,
+    /// DECIMAL through `BigDecimal.toString` (Flink applies the option only when it is set).
+    pub scientific_decimals: bool,
 }
 
 /// The value of option `name`, not trimmed (a tab is a valid delimiter), with its Java escapes replaced
@@ -116,6 +119,11 @@ impl CsvOptions {
                 .unwrap_or(';')
                 .to_string(),
             escape: single_char(options, "escape-character", None, true)?,
+            scientific_decimals: bool_option(
+                options,
+                "write-bigdecimal-in-scientific-notation",
+                false,
+            )?,
             null_literal: option(options, "null-literal").map(|_| {
                 options
                     .iter()
@@ -698,7 +706,11 @@ impl Encoder {
             DataType::Double => javanum::write_f64(r.f64(c, i), out),
             DataType::Decimal(d) => {
                 let (u, s) = decimal::strip(r.decimal(c, i), i32::from(d.scale));
-                decimal::write_plain(u, s, out);
+                if self.opts.scientific_decimals {
+                    decimal::write_java(u, s, out);
+                } else {
+                    decimal::write_plain(u, s, out);
+                }
             }
             DataType::Char(_) | DataType::Varchar(_) => out.extend_from_slice(r.bytes(c, i)),
             DataType::Binary(_) | DataType::Varbinary(_) => {

@@ -103,3 +103,24 @@ fn delimiter_options_take_java_escapes() {
     assert!(csv_format::CsvOptions::parse(&opts(&[("quote-character", "''")])).is_err());
     assert!(csv_format::CsvOptions::parse(&opts(&[("array-element-delimiter", "||")])).is_err());
 }
+
+#[test]
+fn decimals_in_scientific_notation_when_asked() {
+    use format_common::Value;
+    let rt = golden::row_type(&[("d".into(), "DECIMAL(10, 0)".into())]);
+    let opt = |v: &str| {
+        vec![(
+            "write-bigdecimal-in-scientific-notation".to_owned(),
+            v.to_owned(),
+        )]
+    };
+    let rows = vec![vec![Value::Decimal(100000)], vec![Value::Decimal(0)]];
+    let sci = csv_format::encoder(&opt("true"), &rt).unwrap();
+    let e = sci.encode(&golden::batch(&rt, &rows)).unwrap();
+    // Written as Jackson writes a decimal (a string, quoted by the usual rule: '+' sorts below ',').
+    assert_eq!(golden::payload(&e, 0), b"\"1E+5\"");
+    assert_eq!(golden::payload(&e, 1), b"0");
+    let plain = csv_format::encoder(&opt("false"), &rt).unwrap();
+    let e = plain.encode(&golden::batch(&rt, &rows)).unwrap();
+    assert_eq!(golden::payload(&e, 0), b"100000");
+}
