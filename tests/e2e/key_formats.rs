@@ -88,11 +88,7 @@ fn run_java(args: &[&str]) -> Result<Vec<serde_json::Value>> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    String::from_utf8(out.stdout)?
-        .lines()
-        .filter_map(|l| l.strip_prefix("@@"))
-        .map(|l| serde_json::from_str(l).with_context(|| format!("parsing {l}")))
-        .collect()
+    pulsar_connect_tests::marked_records(out.stdout)
 }
 
 fn b64(record: &serde_json::Value, field: &str) -> Result<Vec<u8>> {

@@ -560,19 +560,20 @@ fn url_of(s: &str) -> url::Url {
 // validate
 
 fn binary() -> PathBuf {
-    std::env::var_os("PULSAR_CONNECT_BIN")
+    let bin = std::env::var_os("PULSAR_CONNECT_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| xtask::paths::target_dir().join("release/pulsar-connect"))
-}
-
-#[test]
-fn validate_prints_no_client_secret_and_no_token() -> Result<()> {
-    let bin = binary();
+        .unwrap_or_else(|| xtask::paths::target_dir().join("release/pulsar-connect"));
     assert!(
         bin.exists(),
         "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
         bin.display()
     );
+    bin
+}
+
+#[test]
+fn validate_prints_no_client_secret_and_no_token() -> Result<()> {
+    let bin = binary();
     let dir = tempfile::tempdir()?;
     let key = dir.path().join("key.json");
     std::fs::write(

@@ -336,11 +336,6 @@ async fn no_client_certificate_or_a_wrong_key_fail_clearly() -> Result<()> {
 #[test]
 fn validate_prints_no_key_path_and_refuses_a_wrong_key() -> Result<()> {
     let bin = binary();
-    assert!(
-        bin.exists(),
-        "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
-        bin.display()
-    );
     let dir = tempfile::tempdir()?;
     let files = xtask::broker::tls::ensure_tls_material(dir.path(), true)?;
     let (cert, key) = files.client.clone().context("a client certificate")?;

@@ -217,17 +217,7 @@ fn row_type(columns: &[(String, String)]) -> wit::RowType {
 }
 
 fn columns(file: &Json) -> Vec<(String, String)> {
-    file["columns"]
-        .as_array()
-        .expect("columns")
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().to_owned(),
-                c["type"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    pulsar_connect_tests::vector_columns(file)
 }
 
 fn schema_of(columns: &[(String, String)]) -> SchemaRef {

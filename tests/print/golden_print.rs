@@ -56,17 +56,7 @@ fn vectors(rel: &str) -> Json {
 }
 
 fn columns(file: &Json) -> Vec<(String, String)> {
-    file["columns"]
-        .as_array()
-        .expect("columns")
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().to_owned(),
-                c["type"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    pulsar_connect_tests::vector_columns(file)
 }
 
 /// The Arrow schema the host gives a print table with these Flink columns.

@@ -199,10 +199,31 @@ pub fn run_python(args: &[&str]) -> anyhow::Result<Vec<serde_json::Value>> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    String::from_utf8(out.stdout)?
+    marked_records(out.stdout)
+}
+
+/// The JSON records an interop driver printed on lines starting with `@@` (the Python and Java drivers).
+pub fn marked_records(stdout: Vec<u8>) -> anyhow::Result<Vec<serde_json::Value>> {
+    use anyhow::Context as _;
+    String::from_utf8(stdout)?
         .lines()
         .filter_map(|l| l.strip_prefix("@@"))
         .map(|l| serde_json::from_str(l).with_context(|| format!("parsing {l}")))
+        .collect()
+}
+
+/// The `columns` of a golden-vector file (tests/golden/README.md) as (name, Flink type) pairs.
+pub fn vector_columns(file: &serde_json::Value) -> Vec<(String, String)> {
+    file["columns"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap_or_default().to_owned(),
+                c["type"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
         .collect()
 }
 
