@@ -16,56 +16,32 @@
 //! then sources are told to finish and the pipelines drain.
 
 pub mod checkpoint;
+pub mod coordinator;
 pub mod metrics;
 mod progress;
+mod stages;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
-use arrow::record_batch::RecordBatch;
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::catalog::JobSettings;
 use crate::connectors::values::ValuesSource;
-use crate::connectors::{Sink, Source, SourcePoll};
-use crate::planner::{PipelinePlan, SourceSpec, Transform};
-use checkpoint::{CheckpointData, CheckpointStore, PipelineState};
+use crate::connectors::{PipelineContext, PipelineLink, Source};
+use crate::planner::{PipelinePlan, SourceSpec};
+use checkpoint::{CheckpointData, CheckpointStore};
+use coordinator::{Acknowledged, Coordinator, Ended, Next, Trigger};
 pub use metrics::Metrics;
+use stages::{Event, SinkCmd, SourceCmd, SourceStage};
 
 /// Channel capacity between stages, in batches: bounded, so a slow sink slows the source (backpressure).
 const CHANNEL_BATCHES: usize = 4;
-
-enum Msg {
-    Batch(RecordBatch),
-    Barrier(u64, serde_json::Value),
-    End,
-}
-
-enum SourceCmd {
-    /// Take checkpoint `id`; when the flag is set it is the final one: stop reading after the snapshot.
-    Trigger(u64, bool),
-    Complete(u64),
-    Finish,
-}
-
-enum SinkCmd {
-    Complete(u64),
-}
-
-enum Event {
-    Ack {
-        pipeline: usize,
-        id: u64,
-        state: PipelineState,
-    },
-    Exhausted(usize),
-    Finished(usize),
-    Failed(String),
-}
 
 /// How to run a job.
 #[derive(Debug, Clone, Default)]
@@ -94,72 +70,150 @@ pub async fn run(
     settings: &JobSettings,
     opts: RunOptions,
     metrics: Arc<Metrics>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Result<RunSummary> {
-    let state_dir = opts
-        .state_dir
-        .clone()
-        .or_else(|| settings.checkpoint_dir.clone());
-    let store = match &state_dir {
-        Some(d) => Some(Arc::new(CheckpointStore::open(
-            d,
-            &opts.job_id,
-            settings.num_retained,
-        )?)),
-        None => {
-            info!(
-                "no state directory (--state-dir or SET 'state.checkpoints.dir'): checkpoints flush sinks but are not persisted"
-            );
-            None
-        }
-    };
-    let mut restored: Option<CheckpointData> = None;
-    let mut next_id = 1;
-    if let Some(store) = &store {
-        let ids = store.ids()?;
-        next_id = ids.last().map(|i| i + 1).unwrap_or(1);
-        if opts.fresh {
-            if !ids.is_empty() {
-                info!(location = %store.location, "--fresh: ignoring {} existing checkpoint(s)", ids.len());
-            }
-        } else {
-            let (latest, warnings) = store.latest()?;
-            for w in warnings {
-                warn!("{w}");
-            }
-            if let Some(d) = &latest {
-                info!(checkpoint = d.checkpoint_id, location = %store.location, "restoring from checkpoint");
-            }
-            restored = latest;
-        }
-    }
+    let store = open_store(settings, &opts)?;
+    let (restored, next_id) = restore_point(store.as_deref(), opts.fresh)?;
     let mut summary = RunSummary {
         restored_from: restored.as_ref().map(|d| d.checkpoint_id),
         ..Default::default()
     };
 
-    let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(64);
-    let mut source_cmds = Vec::new();
-    let mut sink_cmds = Vec::new();
-    let mut handles = Vec::new();
-    let n = plans.len();
-    let pipeline_ids: BTreeMap<usize, String> =
-        plans.iter().map(|p| (p.index, p.id.clone())).collect();
+    let (ev_tx, ev_rx) = mpsc::channel::<Event>(64);
+    let mut pipelines = Pipelines::default();
     for plan in plans {
+        pipelines.spawn(
+            plan,
+            restored.as_ref(),
+            settings,
+            &opts.job_id,
+            &metrics,
+            &ev_tx,
+        )?;
+    }
+    drop(ev_tx);
+    let n = pipelines.ids.len();
+    if n == 0 {
+        return Ok(summary);
+    }
+
+    let progress = if opts.progress {
+        progress::spawn(metrics.clone())
+    } else {
+        None
+    };
+    let mut driver = Driver {
+        coordinator: Coordinator::new(n, next_id, settings.checkpoint_timeout),
+        pipelines: &pipelines,
+        store,
+        metrics: &metrics,
+        job_id: &opts.job_id,
+        timeout: settings.checkpoint_timeout,
+        checkpoints: 0,
+    };
+    let result = driver
+        .coordinate(ev_rx, stop, settings.checkpoint_interval)
+        .await;
+    summary.checkpoints = driver.checkpoints;
+    if let Some(p) = progress {
+        p.abort();
+        progress::clear();
+    }
+    if let Err(e) = result {
+        for h in &pipelines.handles {
+            h.abort();
+        }
+        return Err(e);
+    }
+    for h in pipelines.handles {
+        let _ = h.await;
+    }
+    summary.rows_in = Metrics::total(&metrics.rows_in);
+    summary.rows_out = Metrics::total(&metrics.rows_out);
+    Ok(summary)
+}
+
+/// The job's checkpoint directory (`--state-dir` over `state.checkpoints.dir`), or none.
+fn open_store(settings: &JobSettings, opts: &RunOptions) -> Result<Option<Arc<CheckpointStore>>> {
+    let state_dir = opts
+        .state_dir
+        .clone()
+        .or_else(|| settings.checkpoint_dir.clone());
+    match &state_dir {
+        Some(d) => Ok(Some(Arc::new(CheckpointStore::open(
+            d,
+            &opts.job_id,
+            settings.num_retained,
+        )?))),
+        None => {
+            info!(
+                "no state directory (--state-dir or SET 'state.checkpoints.dir'): checkpoints flush sinks but are not persisted"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The checkpoint to restore (none with `--fresh`) and the id of this run's first checkpoint.
+fn restore_point(
+    store: Option<&CheckpointStore>,
+    fresh: bool,
+) -> Result<(Option<CheckpointData>, u64)> {
+    let Some(store) = store else {
+        return Ok((None, 1));
+    };
+    let ids = store.ids()?;
+    let next_id = ids.last().map(|i| i + 1).unwrap_or(1);
+    if fresh {
+        if !ids.is_empty() {
+            info!(location = %store.location, "--fresh: ignoring {} existing checkpoint(s)", ids.len());
+        }
+        return Ok((None, next_id));
+    }
+    let (latest, warnings) = store.latest()?;
+    for w in warnings {
+        warn!("{w}");
+    }
+    if let Some(d) = &latest {
+        info!(checkpoint = d.checkpoint_id, location = %store.location, "restoring from checkpoint");
+    }
+    Ok((latest, next_id))
+}
+
+/// The running pipelines: their ids, the coordinator's command channels, their tasks.
+#[derive(Default)]
+struct Pipelines {
+    ids: BTreeMap<usize, String>,
+    source_cmds: Vec<mpsc::Sender<SourceCmd>>,
+    sink_cmds: Vec<mpsc::Sender<SinkCmd>>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Pipelines {
+    /// Creates the plan's source and sink, restores them from `restored`, and spawns its three stages.
+    fn spawn(
+        &mut self,
+        plan: PipelinePlan,
+        restored: Option<&CheckpointData>,
+        settings: &JobSettings,
+        job_id: &str,
+        metrics: &Arc<Metrics>,
+        ev: &mpsc::Sender<Event>,
+    ) -> Result<()> {
         let (mut source, source_table): (Box<dyn Source>, String) = match &plan.source {
             SourceSpec::Table(t) => (t.factory.create_source(t)?, t.name().to_string()),
             SourceSpec::Values(b) => (Box::new(ValuesSource::new(b.clone())), "VALUES".to_string()),
         };
         let mut sink = plan.sink.factory.create_sink(&plan.sink)?;
-        let ctx = crate::connectors::PipelineContext {
-            job_id: opts.job_id.clone(),
+        let ctx = PipelineContext {
+            job_id: job_id.to_string(),
             pipeline_id: plan.id.clone(),
             sink_dropped: metrics.sink_dropped.with_label_values(&[plan.sink.name()]),
-            link: Arc::new(crate::connectors::PipelineLink::default()),
+            link: Arc::new(PipelineLink::default()),
         };
         source.set_context(&ctx);
         sink.set_context(&ctx);
-        if let Some(d) = &restored {
+        if let Some(d) = restored {
             match d.pipelines.get(&plan.id) {
                 Some(st) => {
                     source
@@ -177,427 +231,210 @@ pub async fn run(
         let (c2_tx, c2_rx) = mpsc::channel(CHANNEL_BATCHES);
         let (sc_tx, sc_rx) = mpsc::channel(8);
         let (kc_tx, kc_rx) = mpsc::channel(8);
-        source_cmds.push(sc_tx);
-        sink_cmds.push(kc_tx);
+        self.source_cmds.push(sc_tx);
+        self.sink_cmds.push(kc_tx);
+        self.ids.insert(plan.index, plan.id.clone());
         let idx = plan.index;
         let sink_table = plan.sink.name().to_string();
-        let m = metrics.clone();
-        let ev = ev_tx.clone();
-        let (batch_size, linger) = (settings.batch_size, settings.batch_linger);
-        handles.push(tokio::spawn(report(
+        let stage = SourceStage {
+            idx,
+            batch_size: settings.batch_size,
+            linger: settings.batch_linger,
+            metrics: metrics.clone(),
+            table: source_table.clone(),
+        };
+        self.handles.push(tokio::spawn(stages::report(
             ev.clone(),
             format!("source '{source_table}' (INSERT #{idx})"),
-            {
-                let ev = ev.clone();
-                async move {
-                    source_task(
-                        idx,
-                        source,
-                        c1_tx,
-                        sc_rx,
-                        ev,
-                        batch_size,
-                        linger,
-                        m,
-                        source_table,
-                    )
-                    .await
-                }
-            },
+            stages::source_task(stage, source, c1_tx, sc_rx, ev.clone()),
         )));
-        let m = metrics.clone();
-        let transform = plan.transform.clone();
-        let st = sink_table.clone();
-        handles.push(tokio::spawn(report(
+        self.handles.push(tokio::spawn(stages::report(
             ev.clone(),
             format!("transform of INSERT #{idx} into '{sink_table}'"),
-            async move { transform_task(c1_rx, c2_tx, transform, m, st).await },
+            stages::transform_task(
+                c1_rx,
+                c2_tx,
+                plan.transform.clone(),
+                metrics.clone(),
+                sink_table.clone(),
+            ),
         )));
-        let m = metrics.clone();
-        handles.push(tokio::spawn(report(
+        self.handles.push(tokio::spawn(stages::report(
             ev.clone(),
             format!("sink '{sink_table}' (INSERT #{idx})"),
-            {
-                let ev = ev.clone();
-                async move { sink_task(idx, sink, c2_rx, kc_rx, ev, m, sink_table).await }
-            },
+            stages::sink_task(
+                idx,
+                sink,
+                c2_rx,
+                kc_rx,
+                ev.clone(),
+                metrics.clone(),
+                sink_table,
+            ),
         )));
+        Ok(())
     }
-    drop(ev_tx);
 
-    let progress = if opts.progress {
-        progress::spawn(metrics.clone())
-    } else {
-        None
-    };
-
-    // The coordinator.
-    struct Inflight {
-        id: u64,
-        started: Instant,
-        acks: BTreeMap<usize, PipelineState>,
-        is_final: bool,
-    }
-    let mut inflight: Option<Inflight> = None;
-    let mut exhausted = BTreeSet::new();
-    let mut finished = BTreeSet::new();
-    let mut stopping = false;
-    let mut finishing = false;
-    let mut ticker = tokio::time::interval_at(
-        tokio::time::Instant::now() + settings.checkpoint_interval,
-        settings.checkpoint_interval,
-    );
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let trigger = |id: u64, is_final: bool| {
-        for c in &source_cmds {
-            let _ = c.try_send(SourceCmd::Trigger(id, is_final));
+    /// Sends the coordinator's trigger, if any, to every source.
+    fn trigger(&self, trigger: Option<Trigger>) {
+        let Some(t) = trigger else { return };
+        for c in &self.source_cmds {
+            let _ = c.try_send(SourceCmd::Trigger(t.id, t.is_final));
         }
-    };
-    if n == 0 {
-        return Ok(summary);
     }
-    let result: Result<()> = async {
+
+    /// Checkpoint `id` is durable: sources commit offsets, sinks commit transactions.
+    async fn complete(&self, id: u64) {
+        for c in &self.source_cmds {
+            let _ = c.send(SourceCmd::Complete(id)).await;
+        }
+        for c in &self.sink_cmds {
+            let _ = c.send(SinkCmd::Complete(id)).await;
+        }
+    }
+
+    /// After the final checkpoint: sources stop and the pipelines drain.
+    async fn finish(&self) {
+        for c in &self.source_cmds {
+            let _ = c.send(SourceCmd::Finish).await;
+        }
+    }
+}
+
+/// The event loop around the [`Coordinator`]: timers, task events, checkpoint writes.
+struct Driver<'a> {
+    coordinator: Coordinator,
+    pipelines: &'a Pipelines,
+    store: Option<Arc<CheckpointStore>>,
+    metrics: &'a Metrics,
+    job_id: &'a str,
+    timeout: Duration,
+    /// Checkpoints completed in this run.
+    checkpoints: u64,
+}
+
+impl Driver<'_> {
+    async fn coordinate(
+        &mut self,
+        mut events: mpsc::Receiver<Event>,
+        mut stop: watch::Receiver<bool>,
+        interval: Duration,
+    ) -> Result<()> {
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let deadline = inflight.as_ref().map(|f| tokio::time::Instant::from_std(f.started + settings.checkpoint_timeout));
+            let deadline = self
+                .coordinator
+                .deadline()
+                .map(tokio::time::Instant::from_std);
             tokio::select! {
-                changed = stop.changed(), if !stopping => {
+                changed = stop.changed(), if !self.coordinator.is_stopping() => {
                     if changed.is_err() || *stop.borrow() {
-                        stopping = true;
                         info!("stopping: taking a final checkpoint, then draining");
-                        if inflight.is_none() {
-                            trigger(next_id, true);
-                            inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: true });
-                            next_id += 1;
-                        }
+                        self.pipelines.trigger(self.coordinator.stop(Instant::now()));
                     }
                 }
-                _ = ticker.tick(), if inflight.is_none() && !stopping => {
-                    trigger(next_id, false);
-                    inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: false });
-                    next_id += 1;
+                _ = ticker.tick(), if self.coordinator.wants_tick() => {
+                    self.pipelines.trigger(self.coordinator.tick(Instant::now()));
                 }
                 _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
-                    let f = inflight.take().expect("deadline only with a checkpoint in flight");
-                    metrics.checkpoint_failures.inc();
-                    if f.is_final {
-                        return Err(anyhow!("the final checkpoint {} did not complete within {:?}", f.id, settings.checkpoint_timeout));
-                    }
-                    warn!(checkpoint = f.id, "checkpoint timed out after {:?}", settings.checkpoint_timeout);
-                    if stopping {
-                        // A stop arrived while this one was in flight: the final checkpoint is still owed.
-                        trigger(next_id, true);
-                        inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: true });
-                        next_id += 1;
-                    }
+                    self.metrics.checkpoint_failures.inc();
+                    let (id, next) = self.coordinator.timed_out(Instant::now())?;
+                    warn!(checkpoint = id, "checkpoint timed out after {:?}", self.timeout);
+                    self.pipelines.trigger(next);
                 }
-                ev = ev_rx.recv() => {
+                ev = events.recv() => {
                     let Some(ev) = ev else { return Err(anyhow!("all pipeline tasks ended unexpectedly")) };
                     match ev {
                         Event::Failed(msg) => return Err(anyhow!(msg)),
                         Event::Exhausted(i) => {
-                            exhausted.insert(i);
-                            if exhausted.len() == n && !stopping {
-                                stopping = true;
+                            let was_stopping = self.coordinator.is_stopping();
+                            let next = self.coordinator.exhausted(i, Instant::now());
+                            if !was_stopping && self.coordinator.is_stopping() {
                                 info!("all sources are exhausted: taking a final checkpoint");
-                                if inflight.is_none() {
-                                    trigger(next_id, true);
-                                    inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: true });
-                                    next_id += 1;
-                                }
                             }
+                            self.pipelines.trigger(next);
                         }
                         Event::Ack { pipeline, id, state } => {
-                            let Some(f) = inflight.as_mut().filter(|f| f.id == id) else { continue };
-                            f.acks.insert(pipeline, state);
-                            if f.acks.len() < n {
-                                continue;
-                            }
-                            let f = inflight.take().expect("checked above");
-                            let data = CheckpointData {
-                                format: checkpoint::FORMAT_VERSION,
-                                job_id: opts.job_id.clone(),
-                                checkpoint_id: f.id,
-                                created_at_ms: chrono::Utc::now().timestamp_millis(),
-                                pipelines: f.acks.into_iter().map(|(i, s)| (pipeline_ids[&i].clone(), s)).collect(),
-                            };
-                            if let Some(store) = &store {
-                                let store = store.clone();
-                                let written = tokio::task::spawn_blocking(move || store.write(&data)).await.map_err(|e| anyhow!("checkpoint writer: {e}"))?;
-                                if let Err(e) = written {
-                                    metrics.checkpoint_failures.inc();
-                                    if f.is_final {
-                                        return Err(e.context(format!("writing the final checkpoint {}", f.id)));
-                                    }
-                                    warn!(checkpoint = f.id, "checkpoint failed: {e:#}");
-                                    continue;
-                                }
-                            }
-                            metrics.checkpoints.inc();
-                            metrics.last_checkpoint_id.set(f.id as i64);
-                            metrics.checkpoint_duration.observe(f.started.elapsed().as_secs_f64());
-                            summary.checkpoints += 1;
-                            tracing::debug!(checkpoint = f.id, "checkpoint complete");
-                            for c in &source_cmds {
-                                let _ = c.send(SourceCmd::Complete(f.id)).await;
-                            }
-                            for c in &sink_cmds {
-                                let _ = c.send(SinkCmd::Complete(f.id)).await;
-                            }
-                            if f.is_final {
-                                info!(checkpoint = f.id, "final checkpoint complete");
-                                finishing = true;
-                                for c in &source_cmds {
-                                    let _ = c.send(SourceCmd::Finish).await;
-                                }
-                            } else if stopping {
-                                trigger(next_id, true);
-                                inflight = Some(Inflight { id: next_id, started: Instant::now(), acks: BTreeMap::new(), is_final: true });
-                                next_id += 1;
+                            if let Some(done) = self.coordinator.ack(pipeline, id, state) {
+                                self.complete(done).await?;
                             }
                         }
-                        Event::Finished(i) => {
-                            finished.insert(i);
-                            if finished.len() == n {
-                                if !finishing {
-                                    // A failing task closes its channels, so the stages after it can report
-                                    // Finished before its Failed arrives: prefer the real cause.
-                                    let wait = tokio::time::sleep(Duration::from_secs(5));
-                                    tokio::pin!(wait);
-                                    loop {
-                                        tokio::select! {
-                                            e = ev_rx.recv() => match e {
-                                                Some(Event::Failed(msg)) => return Err(anyhow!(msg)),
-                                                Some(_) => continue,
-                                                None => break,
-                                            },
-                                            _ = &mut wait => break,
-                                        }
-                                    }
-                                    return Err(anyhow!("pipelines ended before the final checkpoint"));
-                                }
-                                return Ok(());
-                            }
-                        }
+                        Event::Finished(i) => match self.coordinator.finished(i) {
+                            None => {}
+                            Some(Ended::Clean) => return Ok(()),
+                            Some(Ended::Early) => return Err(early_end(&mut events).await),
+                        },
                     }
                 }
             }
         }
     }
-    .await;
-    if let Some(p) = progress {
-        p.abort();
-        progress::clear();
-    }
-    if let Err(e) = result {
-        for h in &handles {
-            h.abort();
-        }
-        return Err(e);
-    }
-    for h in handles {
-        let _ = h.await;
-    }
-    summary.rows_in = Metrics::total(&metrics.rows_in);
-    summary.rows_out = Metrics::total(&metrics.rows_out);
-    Ok(summary)
-}
 
-/// Runs a task and reports its error as an event.
-async fn report(
-    ev: mpsc::Sender<Event>,
-    what: String,
-    fut: impl std::future::Future<Output = Result<()>>,
-) {
-    if let Err(e) = fut.await {
-        let _ = ev.send(Event::Failed(format!("{what}: {e:#}"))).await;
-    }
-}
-
-fn concat(pending: &mut Vec<RecordBatch>) -> Result<Option<RecordBatch>> {
-    match pending.len() {
-        0 => Ok(None),
-        1 => Ok(pending.pop()),
-        _ => {
-            let b = arrow::compute::concat_batches(&pending[0].schema(), pending.iter())?;
-            pending.clear();
-            Ok(Some(b))
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn source_task(
-    idx: usize,
-    mut source: Box<dyn Source>,
-    out: mpsc::Sender<Msg>,
-    mut cmds: mpsc::Receiver<SourceCmd>,
-    ev: mpsc::Sender<Event>,
-    batch_size: usize,
-    linger: Duration,
-    metrics: Arc<Metrics>,
-    table: String,
-) -> Result<()> {
-    let rows_in = metrics.rows_in.with_label_values(&[&table]);
-    let bytes_in = metrics.bytes_in.with_label_values(&[&table]);
-    let mut pending: Vec<RecordBatch> = Vec::new();
-    let mut pending_rows = 0usize;
-    let mut deadline: Option<tokio::time::Instant> = None;
-    let mut exhausted = false;
-    let send = |b: RecordBatch| {
-        let out = out.clone();
-        async move {
-            out.send(Msg::Batch(b))
-                .await
-                .map_err(|_| anyhow!("the pipeline stopped"))
-        }
-    };
-    loop {
-        tokio::select! {
-            biased;
-            cmd = cmds.recv() => match cmd {
-                Some(SourceCmd::Trigger(id, is_final)) => {
-                    if let Some(b) = concat(&mut pending)? { send(b).await?; }
-                    pending_rows = 0;
-                    deadline = None;
-                    // After the final snapshot nothing more is read, so the final checkpoint covers every row.
-                    exhausted |= is_final;
-                    let state = source.snapshot_for(id)?;
-                    out.send(Msg::Barrier(id, state)).await.map_err(|_| anyhow!("the pipeline stopped"))?;
-                }
-                Some(SourceCmd::Complete(id)) => source.notify_checkpoint_complete(id).await?,
-                Some(SourceCmd::Finish) | None => {
-                    if let Some(b) = concat(&mut pending)? { send(b).await?; }
-                    source.close().await?;
-                    let _ = out.send(Msg::End).await;
-                    return Ok(());
-                }
-            },
-            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
-                if let Some(b) = concat(&mut pending)? { send(b).await?; }
-                pending_rows = 0;
-                deadline = None;
-            }
-            poll = source.poll_batch(batch_size.saturating_sub(pending_rows).max(1)), if !exhausted => match poll? {
-                SourcePoll::Batch(b) => {
-                    if b.num_rows() == 0 { continue; }
-                    rows_in.inc_by(b.num_rows() as u64);
-                    bytes_in.inc_by(b.get_array_memory_size() as u64);
-                    pending_rows += b.num_rows();
-                    pending.push(b);
-                    if pending_rows >= batch_size || linger.is_zero() {
-                        if let Some(b) = concat(&mut pending)? { send(b).await?; }
-                        pending_rows = 0;
-                        deadline = None;
-                    } else if deadline.is_none() {
-                        deadline = Some(tokio::time::Instant::now() + linger);
-                    }
-                }
-                SourcePoll::End => {
-                    if let Some(b) = concat(&mut pending)? { send(b).await?; }
-                    pending_rows = 0;
-                    deadline = None;
-                    exhausted = true;
-                    let _ = ev.send(Event::Exhausted(idx)).await;
-                }
-            },
-        }
-    }
-}
-
-async fn transform_task(
-    mut input: mpsc::Receiver<Msg>,
-    out: mpsc::Sender<Msg>,
-    transform: Arc<Transform>,
-    metrics: Arc<Metrics>,
-    sink_table: String,
-) -> Result<()> {
-    let skipped = metrics.skipped.with_label_values(&[&sink_table]);
-    while let Some(msg) = input.recv().await {
-        let msg = match msg {
-            Msg::Batch(b) => {
-                let (b, dropped) = transform
-                    .apply(b)
-                    .inspect_err(|_| metrics.errors.with_label_values(&[&sink_table]).inc())?;
-                skipped.inc_by(dropped as u64);
-                if b.num_rows() == 0 {
-                    continue;
-                }
-                Msg::Batch(b)
-            }
-            other => other,
+    /// Persists a checkpoint every pipeline acknowledged and tells sources and sinks it is durable.
+    async fn complete(&mut self, done: Acknowledged) -> Result<()> {
+        let (id, is_final, started) = (done.id, done.is_final, done.started);
+        let data = CheckpointData {
+            format: checkpoint::FORMAT_VERSION,
+            job_id: self.job_id.to_string(),
+            checkpoint_id: id,
+            created_at_ms: chrono::Utc::now().timestamp_millis(),
+            pipelines: done
+                .states
+                .into_iter()
+                .map(|(i, s)| (self.pipelines.ids[&i].clone(), s))
+                .collect(),
         };
-        let end = matches!(msg, Msg::End);
-        out.send(msg)
-            .await
-            .map_err(|_| anyhow!("the pipeline stopped"))?;
-        if end {
-            break;
+        if let Some(store) = &self.store {
+            let store = store.clone();
+            let written = tokio::task::spawn_blocking(move || store.write(&data))
+                .await
+                .map_err(|e| anyhow!("checkpoint writer: {e}"))?;
+            if let Err(e) = written {
+                self.metrics.checkpoint_failures.inc();
+                if is_final {
+                    return Err(e.context(format!("writing the final checkpoint {id}")));
+                }
+                warn!(checkpoint = id, "checkpoint failed: {e:#}");
+                self.pipelines
+                    .trigger(self.coordinator.failed(Instant::now()));
+                return Ok(());
+            }
         }
+        self.metrics.checkpoints.inc();
+        self.metrics.last_checkpoint_id.set(id as i64);
+        self.metrics
+            .checkpoint_duration
+            .observe(started.elapsed().as_secs_f64());
+        self.checkpoints += 1;
+        tracing::debug!(checkpoint = id, "checkpoint complete");
+        self.pipelines.complete(id).await;
+        match self.coordinator.persisted(is_final, Instant::now()) {
+            Next::Finish => {
+                info!(checkpoint = id, "final checkpoint complete");
+                self.pipelines.finish().await;
+            }
+            Next::Trigger(t) => self.pipelines.trigger(Some(t)),
+            Next::Continue => {}
+        }
+        Ok(())
     }
-    Ok(())
 }
 
-async fn sink_task(
-    idx: usize,
-    mut sink: Box<dyn Sink>,
-    mut input: mpsc::Receiver<Msg>,
-    mut cmds: mpsc::Receiver<SinkCmd>,
-    ev: mpsc::Sender<Event>,
-    metrics: Arc<Metrics>,
-    table: String,
-) -> Result<()> {
-    let driven = drive_sink(
-        idx,
-        sink.as_mut(),
-        &mut input,
-        &mut cmds,
-        &ev,
-        &metrics,
-        &table,
-    )
-    .await;
-    if driven.is_err() {
-        // Release what no checkpoint covers (an open transaction would hold back the topic's readers).
-        sink.abort().await;
-    }
-    driven
-}
-
-/// The sink's loop: rows, barriers and checkpoint completions until the end of the input or an error.
-async fn drive_sink(
-    idx: usize,
-    sink: &mut dyn Sink,
-    input: &mut mpsc::Receiver<Msg>,
-    cmds: &mut mpsc::Receiver<SinkCmd>,
-    ev: &mpsc::Sender<Event>,
-    metrics: &Metrics,
-    table: &str,
-) -> Result<()> {
-    let rows_out = metrics.rows_out.with_label_values(&[table]);
-    let bytes_out = metrics.bytes_out.with_label_values(&[table]);
-    let errors = metrics.errors.with_label_values(&[table]);
-    sink.open().await.inspect_err(|_| errors.inc())?;
+/// Every pipeline ended before the final checkpoint. A failing task closes its channels, so the stages after
+/// it can report Finished before its Failed arrives: prefer the real cause.
+async fn early_end(events: &mut mpsc::Receiver<Event>) -> anyhow::Error {
+    let wait = tokio::time::sleep(Duration::from_secs(5));
+    tokio::pin!(wait);
     loop {
         tokio::select! {
-            biased;
-            Some(SinkCmd::Complete(id)) = cmds.recv() => sink.notify_checkpoint_complete(id).await.inspect_err(|_| errors.inc())?,
-            msg = input.recv() => match msg {
-                Some(Msg::Batch(b)) => {
-                    let (rows, bytes) = (b.num_rows() as u64, b.get_array_memory_size() as u64);
-                    sink.write(b).await.inspect_err(|_| errors.inc())?;
-                    rows_out.inc_by(rows);
-                    bytes_out.inc_by(bytes);
-                }
-                Some(Msg::Barrier(id, source)) => {
-                    let sink_state = sink.flush(id).await.inspect_err(|_| errors.inc())?;
-                    let _ = ev.send(Event::Ack { pipeline: idx, id, state: PipelineState { source, sink: sink_state } }).await;
-                }
-                Some(Msg::End) | None => {
-                    sink.close().await.inspect_err(|_| errors.inc())?;
-                    let _ = ev.send(Event::Finished(idx)).await;
-                    return Ok(());
-                }
+            e = events.recv() => match e {
+                Some(Event::Failed(msg)) => return anyhow!(msg),
+                Some(_) => continue,
+                None => break,
             },
+            _ = &mut wait => break,
         }
     }
+    anyhow!("pipelines ended before the final checkpoint")
 }
