@@ -1,9 +1,13 @@
-//! The admin REST client (optional: `admin-url`), for what the binary protocol does not offer.
+//! The admin REST client (optional: `admin-url`), for what the binary protocol does not offer, and the typed
+//! calls the connectors make (subscriptions, retention state, open transactions): paths and answers in one place.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, anyhow};
 use magnetar::admin::AdminClient;
 
 use super::client::{Authentication, ClientConfig, redact};
+use super::topics::TopicName;
 
 /// Builds an admin client for `admin_url`, with the token when there is one. Errors name the URL, never
 /// the token.
@@ -134,4 +138,260 @@ async fn request(
         );
     }
     Ok((url, resp))
+}
+
+// ---- Typed admin calls: the REST paths and answers the connectors use, in one place. ----
+
+/// `persistent://t/n/x` → `t/n/x`; a non-persistent topic has no admin state (`None`).
+fn persistent_path(topic: &TopicName) -> Option<&str> {
+    topic.as_str().strip_prefix("persistent://")
+}
+
+/// A subscription name as one URL path segment (names hold `:` and may hold `/`-free punctuation).
+pub fn path_segment(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The subscriptions of a topic (`GET /admin/v2/persistent/{topic}/subscriptions`); none for a
+/// non-persistent topic.
+pub async fn subscriptions(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+) -> Result<Vec<String>> {
+    let Some(path) = persistent_path(topic) else {
+        return Ok(Vec::new());
+    };
+    let subs = get_json(
+        admin_url,
+        config,
+        &format!("/admin/v2/persistent/{path}/subscriptions"),
+    )
+    .await?;
+    Ok(subs
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// Deletes a subscription of a persistent topic (`DELETE /admin/v2/persistent/{topic}/subscription/{name}`;
+/// the broker refuses while a consumer is connected).
+pub async fn delete_subscription(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+    subscription: &str,
+) -> Result<()> {
+    let Some(path) = persistent_path(topic) else {
+        return Ok(());
+    };
+    delete(
+        admin_url,
+        config,
+        &format!(
+            "/admin/v2/persistent/{path}/subscription/{}",
+            path_segment(subscription)
+        ),
+    )
+    .await
+}
+
+/// What a topic's internal stats say about retention.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LedgerStats {
+    /// The oldest ledger the topic still has.
+    pub first_ledger: Option<u64>,
+    /// Each cursor's mark-delete position `(ledger, entry)`.
+    pub cursors: BTreeMap<String, (u64, i64)>,
+}
+
+impl LedgerStats {
+    /// From the JSON of `GET /admin/v2/persistent/{topic}/internalStats`.
+    pub fn from_json(stats: &serde_json::Value) -> LedgerStats {
+        let first_ledger = stats["ledgers"]
+            .as_array()
+            .and_then(|l| l.first())
+            .and_then(|l| l["ledgerId"].as_u64());
+        let cursors = stats["cursors"]
+            .as_object()
+            .map(|c| {
+                c.iter()
+                    .filter_map(|(name, cursor)| {
+                        let (l, e) = cursor["markDeletePosition"].as_str()?.split_once(':')?;
+                        Some((name.clone(), (l.parse().ok()?, e.parse().ok()?)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        LedgerStats {
+            first_ledger,
+            cursors,
+        }
+    }
+}
+
+/// The retention state of a persistent topic (`None` for a non-persistent one).
+pub async fn ledger_stats(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+) -> Result<Option<LedgerStats>> {
+    let Some(path) = persistent_path(topic) else {
+        return Ok(None);
+    };
+    let stats = get_json(
+        admin_url,
+        config,
+        &format!("/admin/v2/persistent/{path}/internalStats"),
+    )
+    .await?;
+    Ok(Some(LedgerStats::from_json(&stats)))
+}
+
+/// An open transaction as the admin API lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenTransaction {
+    /// `(most, least)` bits of the transaction id.
+    pub id: (u64, u64),
+    /// Topic → the subscriptions it acknowledged on inside the transaction.
+    pub acked: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The answer of [`slow_transactions`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlowTransactions {
+    Listed(Vec<OpenTransaction>),
+    /// Not every transaction coordinator is loaded yet (a fresh broker): the broker's answer.
+    CoordinatorNotLoaded(String),
+}
+
+/// Every transaction open longer than 0 ms (`GET /admin/v3/transactions/slowTransactions/0`).
+pub async fn slow_transactions(admin_url: &str, config: &ClientConfig) -> Result<SlowTransactions> {
+    match get_json(
+        admin_url,
+        config,
+        "/admin/v3/transactions/slowTransactions/0",
+    )
+    .await
+    {
+        Ok(v) => Ok(SlowTransactions::Listed(open_transactions(&v))),
+        // The broker answers 500 with this text until a coordinator is loaded.
+        Err(e) if format!("{e:#}").contains("Transaction coordinator not found") => {
+            Ok(SlowTransactions::CoordinatorNotLoaded(format!("{e:#}")))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The transactions of a `slowTransactions` answer (an object keyed by transaction id), by id.
+pub fn open_transactions(slow: &serde_json::Value) -> Vec<OpenTransaction> {
+    let Some(all) = slow.as_object() else {
+        return Vec::new();
+    };
+    let mut out: Vec<OpenTransaction> = all
+        .iter()
+        .filter_map(|(key, meta)| {
+            let id = parse_admin_txn_id(meta["txnId"].as_str().unwrap_or(key))?;
+            let acked = meta["ackedPartitions"]
+                .as_object()
+                .map(|topics| {
+                    topics
+                        .iter()
+                        .map(|(t, subs)| {
+                            let subs = subs
+                                .as_object()
+                                .map(|s| s.keys().cloned().collect())
+                                .unwrap_or_default();
+                            (t.clone(), subs)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(OpenTransaction { id, acked })
+        })
+        .collect();
+    out.sort_by_key(|t| t.id);
+    out
+}
+
+/// A transaction id as the admin API prints it: `(most,least)`.
+pub fn parse_admin_txn_id(text: &str) -> Option<(u64, u64)> {
+    let inner = text.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let (most, least) = inner.split_once(',')?;
+    Some((most.trim().parse().ok()?, least.trim().parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_ids_parse() {
+        assert_eq!(parse_admin_txn_id("(0,3)"), Some((0, 3)));
+        assert_eq!(parse_admin_txn_id(" (12, 99) "), Some((12, 99)));
+        assert_eq!(parse_admin_txn_id("0:3"), None);
+        assert_eq!(parse_admin_txn_id("(a,3)"), None);
+    }
+
+    #[test]
+    fn open_transactions_carry_their_acknowledgements() {
+        let slow = serde_json::json!({
+            "(1,5)": {"txnId": "(1,5)", "status": "OPEN", "ackedPartitions": {},
+                      "producedPartitions": {"persistent://public/default/in": {}}},
+            "(0,3)": {"txnId": "(0,3)", "status": "OPEN",
+                      "ackedPartitions": {"persistent://public/default/in": {"job-sub": {}, "x": {}}}},
+            "junk": {"status": "OPEN"}
+        });
+        let open = open_transactions(&slow);
+        assert_eq!(
+            open.iter().map(|t| t.id).collect::<Vec<_>>(),
+            [(0, 3), (1, 5)]
+        );
+        assert_eq!(
+            open[0].acked["persistent://public/default/in"],
+            BTreeSet::from(["job-sub".to_owned(), "x".to_owned()])
+        );
+        assert!(open[1].acked.is_empty());
+        assert!(open_transactions(&serde_json::Value::Null).is_empty());
+    }
+
+    #[test]
+    fn ledger_stats_read_the_first_ledger_and_cursors() {
+        let stats = serde_json::json!({
+            "ledgers": [{"ledgerId": 17, "entries": 3}, {"ledgerId": 18}],
+            "cursors": {"job-sub": {"markDeletePosition": "17:2"}, "odd": {"markDeletePosition": "?"}}
+        });
+        let s = LedgerStats::from_json(&stats);
+        assert_eq!(s.first_ledger, Some(17));
+        assert_eq!(s.cursors, BTreeMap::from([("job-sub".to_owned(), (17, 2))]));
+        assert_eq!(
+            LedgerStats::from_json(&serde_json::json!({})),
+            LedgerStats::default()
+        );
+    }
+
+    #[test]
+    fn names_are_one_path_segment() {
+        assert_eq!(path_segment("job:abc/1 x"), "job%3Aabc%2F1%20x");
+        assert_eq!(path_segment("a-b_c.d~"), "a-b_c.d~");
+    }
+
+    #[test]
+    fn non_persistent_topics_have_no_admin_path() {
+        let t = TopicName::parse("non-persistent://public/default/x").unwrap();
+        assert_eq!(persistent_path(&t), None);
+        let t = TopicName::parse("x").unwrap();
+        assert_eq!(persistent_path(&t), Some("public/default/x"));
+    }
 }
