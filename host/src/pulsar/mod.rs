@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod client;
 pub mod client_cert;
+pub mod errors;
 pub mod message;
 pub mod message_id;
 pub mod metadata;

@@ -16,6 +16,7 @@ use magnetar::proto::{TxnAction, TxnId};
 use magnetar::runtime_tokio::{Client, ParsedUrl, Scheme};
 
 use super::client::{ClientConfig, redact, rustls_config, with_tls_hint};
+use super::errors::{self, Failure};
 
 /// A transaction id as checkpoints store it: `most:least`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,18 +124,10 @@ impl TxnCoordinator {
     async fn end(&self, txn: TxnRef, action: TxnAction) -> Result<EndOutcome> {
         match self.client.end_txn(txn.0, action).await {
             Ok(_) => Ok(EndOutcome::Done),
-            Err(e) => {
-                let text = e.to_string();
-                let lower = text.to_ascii_lowercase();
-                if lower.contains("not found")
-                    || lower.contains("invalid txn status")
-                    || lower.contains("aborted")
-                {
-                    Ok(EndOutcome::Unknown(text))
-                } else {
-                    bail!("ending transaction {txn} ({action:?}) failed: {text}")
-                }
-            }
+            Err(e) => match errors::classify_client(&e) {
+                Failure::TransactionGone => Ok(EndOutcome::Unknown(e.to_string())),
+                _ => bail!("ending transaction {txn} ({action:?}) failed: {e}"),
+            },
         }
     }
 

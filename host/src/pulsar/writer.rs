@@ -11,6 +11,7 @@ use magnetar::proto::types::CompressionKind;
 use magnetar::runtime_tokio::Producer;
 use magnetar::{MessageId, OutgoingMessage, PulsarClient};
 
+use super::errors::{self, Failure};
 use super::topics::TopicName;
 
 /// Producer settings.
@@ -136,15 +137,11 @@ impl TopicWriter {
             if let Some(schema) = &config.schema {
                 b = b.schema(schema.clone());
             }
-            let p = b.create().await.map_err(|e| {
-                let text = e.to_string();
-                if text.contains("IncompatibleSchema") || text.contains("ncompatible schema") {
-                    anyhow::anyhow!(
-                        "{t} has a schema incompatible with the table's (see `pulsar-admin schemas get {t}`; the broker says: {text})"
-                    )
-                } else {
-                    anyhow::Error::new(e).context(format!("creating a producer on {t}"))
-                }
+            let p = b.create().await.map_err(|e| match errors::classify(&e) {
+                Failure::IncompatibleSchema => anyhow::anyhow!(
+                    "{t} has a schema incompatible with the table's (see `pulsar-admin schemas get {t}`; the broker says: {e})"
+                ),
+                _ => anyhow::Error::new(e).context(format!("creating a producer on {t}")),
             })?;
             producers.push((t, p));
         }
