@@ -1,5 +1,5 @@
 //! A sequence-numbered Pulsar → Pulsar copy job run by the real binary, disturbed (kill -9, broker
-//! restarts) and checked: shared by the exactly-once test binaries (`#[path]`-included).
+//! restarts) and checked: shared by the exactly-once tests of the `e2e` and `broker_restart` binaries (`#[path]`-included).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

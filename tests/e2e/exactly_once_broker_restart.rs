@@ -2,8 +2,8 @@
 //! stopped and started again (same ports, same data); whenever the job gives up it is restarted from its
 //! checkpoints, as a supervisor would. The output must hold every input exactly once.
 //!
-//! Its own test binary: it restarts the local broker, which no other test may see (cargo runs test
-//! binaries one after another).
+//! In the `broker_restart` test binary: it restarts the local broker, which no other test may see (cargo
+//! runs test binaries one after another; `broker_restart.rs`).
 
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use copy_job::{CopyJob, assert_exactly_once};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_restart_mid_run_keeps_every_input_exactly_once() -> Result<()> {
+    let _alone = crate::one_restart_at_a_time().await;
     assert!(
         std::env::var_os("PULSAR_SERVICE_URL").is_none(),
         "this test restarts the local broker; it cannot run against an external cluster (unset PULSAR_SERVICE_URL)"

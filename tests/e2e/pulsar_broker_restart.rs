@@ -1,7 +1,7 @@
 //! Reconnect after the broker restarts mid-stream, without losing acknowledged sends.
 //!
-//! Its own test binary: it restarts the local broker (`cargo xtask broker restart`), which no other
-//! test may see (cargo runs test binaries one after another).
+//! In the `broker_restart` test binary: it restarts the local broker (`cargo xtask broker restart`), which
+//! no other test may see (cargo runs test binaries one after another; `broker_restart.rs`).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -15,6 +15,7 @@ use xtask::broker::{self, Profile};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_and_consumer_survive_a_broker_restart_without_losing_acknowledged_sends()
 -> Result<()> {
+    let _alone = crate::one_restart_at_a_time().await;
     assert!(
         std::env::var_os("PULSAR_SERVICE_URL").is_none(),
         "this test restarts the local broker; it cannot run against an external cluster (unset PULSAR_SERVICE_URL)"

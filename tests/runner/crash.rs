@@ -4,7 +4,7 @@
 //! print sink's 64 KiB buffer spills between checkpoints and the replay actually happens.
 //! Needs the release binary: `cargo build --release -p pulsar-connect` (or PULSAR_CONNECT_BIN).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;

@@ -1,7 +1,7 @@
 //! The built binary end to end: datagen → print, validate output and exit codes, --help, metrics, SIGTERM.
 //! Needs the release binary: `cargo build --release -p pulsar-connect` (or PULSAR_CONNECT_BIN).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};

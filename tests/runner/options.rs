@@ -1,6 +1,6 @@
 //! Option errors, each kind, through whole job files; secret redaction; docs/options.md is current.
 
-mod common;
+use crate::common;
 
 use common::errors;
 
@@ -178,7 +178,7 @@ async fn secrets_are_redacted_in_validate_output() {
     assert!(text.contains("option service-url = 'x'"), "{text}");
 }
 
-/// Regenerate with `UPDATE_DOCS=1 cargo test --release -p pulsar-connect-tests --test runner_options` or
+/// Regenerate with `UPDATE_DOCS=1 cargo test --release -p pulsar-connect-tests --test runner options::` or
 /// `pulsar-connect docs options > docs/options.md`.
 #[test]
 fn docs_options_md_is_current() {

@@ -1,7 +1,7 @@
 //! Every DDL and DML statement of both seed documents parses verbatim (copied from ../shared/seeds/), and the
 //! seed example jobs validate up to the missing Pulsar connector.
 
-mod common;
+use crate::common;
 
 use pulsar_connect::sql::{ColumnKind, Statement, TypeKind, parse_script};
 

@@ -1,7 +1,7 @@
 //! Planning: stateless queries run (in process, into a collecting sink); stateful ones, VIRTUAL metadata writes
 //! and column/type mismatches are refused with the column named.
 
-mod common;
+use crate::common;
 
 use arrow::datatypes::Schema;
 use common::errors;

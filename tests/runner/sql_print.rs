@@ -2,7 +2,7 @@
 //! columns with Flink's names (`EXPR$<i>`), `run` prints the rows. Needs the release binary:
 //! `cargo build --release -p pulsar-connect` (or PULSAR_CONNECT_BIN).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! row type and options, every sink rule, topic-pattern completion, Flink's value spellings, and every
 //! error of a table at once. Everything here goes through `job::load_text`, which both commands use.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,0 +1,20 @@
+//! End-to-end tests against the real Apache Pulsar broker (`cargo xtask broker start`, or
+//! `PULSAR_SERVICE_URL`/`PULSAR_ADMIN_URL`): the client layer, the connector's source and sink, exactly-once,
+//! authentication and TLS, key formats, the official Python and Java clients as peers, and the router plugins.
+//! One test binary: each of these files links DataFusion, wasmtime and magnetar, and one link is much cheaper
+//! than sixteen. The tests that restart the local broker are in their own binary (`broker_restart.rs` here):
+//! cargo runs test binaries one after another, so no test of this binary sees the outage.
+//! Run one file's tests with `cargo test --release -p pulsar-connect-tests --test e2e pulsar_source::`.
+
+mod exactly_once;
+mod key_formats;
+mod pulsar_auth;
+mod pulsar_client;
+mod pulsar_reader;
+mod pulsar_sink;
+mod pulsar_source;
+mod pulsar_transactions;
+mod pulsar_writer;
+mod python_interop;
+mod routers_wasm;
+mod routing_vectors;

@@ -1,0 +1,16 @@
+//! Plugins through the wasm runtime: the plugin directory and manifests, the sandbox (limits, traps,
+//! capabilities, captured output), round trips through the test guests (`tests/guests`, built on first use),
+//! the built-in formats (`cargo xtask build-plugins`) against Flink's golden vectors, and the `print`
+//! connector's golden output. One test binary (one link of DataFusion, wasmtime and magnetar, not five).
+
+mod plugin_dir;
+mod plugin_roundtrip;
+mod plugin_sandbox;
+
+mod formats {
+    mod golden_wasm;
+}
+
+mod print {
+    mod golden_print;
+}
