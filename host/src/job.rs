@@ -224,6 +224,110 @@ pub fn options_markdown(registry: &Registry) -> String {
 mod tests {
     use super::*;
 
+    use crate::options::{OptionDecl, OptionKind, OptionSet};
+    use crate::sql::Pos;
+
+    /// Values just outside what a declaration documents (its range, its enum values, its type).
+    fn outside(d: &OptionDecl) -> Vec<String> {
+        match &d.kind {
+            OptionKind::Int { min, max } => {
+                let mut v = vec!["not-a-number".to_string()];
+                if *min > i64::MIN {
+                    v.push((min - 1).to_string());
+                }
+                if *max < i64::MAX {
+                    v.push((max + 1).to_string());
+                }
+                v
+            }
+            OptionKind::Double { min, max } => {
+                let mut v = vec!["not-a-number".to_string()];
+                if *min > f64::MIN {
+                    v.push((min - 1.0).to_string());
+                }
+                if *max < f64::MAX {
+                    v.push((max + 1.0).to_string());
+                }
+                v
+            }
+            OptionKind::Enum(_) => vec!["no-such-value".into()],
+            OptionKind::Bool => vec!["maybe".into()],
+            OptionKind::Duration => vec!["5 weeks".into()],
+            OptionKind::String => Vec::new(),
+        }
+    }
+
+    /// Every limit `docs/options.md` documents (ranges, enum values, types) is enforced by validation,
+    /// under every spelling (pass-through `properties.` ones too), with an error naming table and option.
+    #[test]
+    fn documented_limits_are_enforced() {
+        let registry = Registry::builtin();
+        let mut sets: Vec<&OptionSet> = vec![&*catalog::settings::JOB_OPTIONS];
+        sets.extend(registry.factories().map(|f| f.options()));
+        let docs = options_markdown(&registry);
+        let mut checked = 0;
+        for set in sets {
+            let heading = format!("## {}\n", set.owner);
+            let section = docs
+                .split_once(&heading)
+                .map(|(_, rest)| rest.split("\n## ").next().unwrap_or_default())
+                .unwrap_or_else(|| panic!("{} is not documented", set.owner));
+            for d in &set.options {
+                if d.is_prefix() {
+                    continue;
+                }
+                let key = d.key.replacen('#', "f", 1);
+                let row = format!("| `{}`", d.key);
+                let documented = section
+                    .lines()
+                    .find(|l| l.starts_with(&row))
+                    .unwrap_or_else(|| panic!("{} is not documented", d.key));
+                assert!(
+                    documented.contains(&d.kind.name()),
+                    "{}: the documented type is not the declared one: {documented}",
+                    d.key
+                );
+                let mut spellings = vec![key.clone()];
+                if let (true, Some(family)) = (d.pass_through, &set.pass_through) {
+                    spellings.push(format!("{}{key}", family.prefix));
+                }
+                for spelling in spellings {
+                    for bad in outside(d) {
+                        let raw = vec![(spelling.clone(), bad.clone(), Pos::default())];
+                        let (_, errors) = set.resolve("t", &raw, &["f".to_string()]);
+                        let e = errors
+                            .iter()
+                            .find(|e| e.option == spelling)
+                            .unwrap_or_else(|| {
+                                panic!("{} = '{bad}' is accepted ({errors:?})", spelling)
+                            });
+                        let text = e.to_string();
+                        assert!(
+                            text.contains("table 't'")
+                                && text.contains(&format!("option '{spelling}'")),
+                            "{text}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 50, "only {checked} limits checked");
+        // The limit issue 15 found documented and clamped silently.
+        let raw = vec![(
+            "scan.parallelism".to_string(),
+            "1025".to_string(),
+            Pos::default(),
+        )];
+        let (_, errors) = crate::connectors::pulsar::options::OPTIONS.resolve("t", &raw, &[]);
+        assert!(
+            errors.iter().any(|e| e.to_string().ends_with(
+                "table 't', option 'scan.parallelism': 1025 is out of range; expected integer 1..=1024"
+            )),
+            "{errors:?}"
+        );
+    }
+
     #[test]
     fn identity() {
         assert_eq!(job_id("x", Some("my job/1")), "my_job_1");

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::anyhow;
 use arrow::datatypes::{Schema, SchemaRef};
 
-use crate::connectors::{ConnectorFactory, Registry};
+use crate::connectors::{ConnectorFactory, Registry, TableConfigSlot};
 use crate::options::{OptionError, ResolvedOptions};
 use crate::sql::{ColumnDef, ColumnKind, CreateTable, Pos, Statement};
 
@@ -21,6 +21,9 @@ pub struct CatalogTable {
     pub connector: String,
     pub options: ResolvedOptions,
     pub factory: Arc<dyn ConnectorFactory>,
+    /// The connector's typed configuration of the table, decoded once by
+    /// [`ConnectorFactory::validate_table`] (`None` for connectors that keep none).
+    pub config: Option<TableConfigSlot>,
 }
 
 impl std::fmt::Debug for CatalogTable {
@@ -35,6 +38,11 @@ impl std::fmt::Debug for CatalogTable {
 impl CatalogTable {
     pub fn name(&self) -> &str {
         &self.def.name
+    }
+
+    /// The connector's typed configuration, if it is a `T`.
+    pub fn config_as<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.config.clone()?.downcast::<T>().ok()
     }
 
     /// Physical and metadata columns (what a source produces), in declaration order.
@@ -245,17 +253,21 @@ fn resolve_table(
             w.column
         ));
     }
-    let table = CatalogTable {
+    let mut table = CatalogTable {
         def: t.clone(),
         connector: connector.clone(),
         options,
         factory: factory.clone(),
+        config: None,
     };
-    if let Err(e) = factory.validate_table(&table) {
-        let text = format!("{e:#}");
-        // An option already reported (unknown, invalid, missing) often fails the connector's checks too.
-        if !reported.iter().any(|o| text.contains(&format!("'{o}'"))) {
-            errors.push(anyhow!("{}: table '{}': {text}", t.pos, t.name));
+    match factory.validate_table(&table) {
+        Ok(config) => table.config = config,
+        Err(e) => {
+            let text = format!("{e:#}");
+            // An option already reported (unknown, invalid, missing) often fails the connector's checks too.
+            if !reported.iter().any(|o| text.contains(&format!("'{o}'"))) {
+                errors.push(anyhow!("{}: table '{}': {text}", t.pos, t.name));
+            }
         }
     }
     if errors.is_empty() {

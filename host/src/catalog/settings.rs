@@ -67,7 +67,7 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
     let mut warnings = Vec::new();
     let mut known = Vec::new();
     for (k, v, pos) in sets {
-        match set.options.iter().find(|d| d.key == k) {
+        match set.options.iter().find(|d| d.key == k.as_str()) {
             Some(d) => {
                 check_value(&d.kind, v).map_err(|m| anyhow!("{pos}: SET '{k}': {m}"))?;
                 // A later SET overrides an earlier one, as in the Flink SQL client.
@@ -75,7 +75,7 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
                 known.push((k.clone(), v.clone(), *pos));
             }
             None => {
-                let hint = crate::options::suggest(k, set.options.iter().map(|d| d.key))
+                let hint = crate::options::suggest(k, set.options.iter().map(|d| d.key.as_ref()))
                     .map(|b| format!("; did you mean '{b}'?"))
                     .unwrap_or_default();
                 warnings.push(format!(

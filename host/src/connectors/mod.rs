@@ -171,6 +171,11 @@ pub struct MetadataDecl {
     pub doc: &'static str,
 }
 
+/// A connector's typed configuration of one table, decoded once when the catalog validates the table
+/// and kept by it ([`CatalogTable::config`]); opaque to the catalog, downcast by the connector that made it
+/// ([`CatalogTable::config_as`]).
+pub type TableConfigSlot = Arc<dyn std::any::Any + Send + Sync>;
+
 /// A connector: options, metadata and how to build sources and sinks.
 pub trait ConnectorFactory: Send + Sync {
     /// The `'connector'` value.
@@ -179,9 +184,11 @@ pub trait ConnectorFactory: Send + Sync {
     fn metadata(&self) -> &[MetadataDecl] {
         &[]
     }
-    /// Checks that need the whole table (column types, option combinations).
-    fn validate_table(&self, _table: &CatalogTable) -> Result<()> {
-        Ok(())
+    /// Checks that need the whole table (column types, option combinations), and decodes the table's
+    /// options into the connector's typed configuration, which the catalog keeps for
+    /// [`ConnectorFactory::create_source`] / [`ConnectorFactory::create_sink`] (`None`: nothing to keep).
+    fn validate_table(&self, _table: &CatalogTable) -> Result<Option<TableConfigSlot>> {
+        Ok(None)
     }
     /// Prefixes of option keys that belong to plugins the table uses (format options such as `json.`),
     /// given the raw `WITH` options; the catalog leaves them to [`ConnectorFactory::validate_table`].

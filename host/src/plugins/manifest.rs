@@ -6,6 +6,8 @@ use std::fmt;
 use anyhow::{Context as _, bail};
 use serde::Deserialize;
 
+use crate::options::{Choices, OptionDecl, OptionKind, OptionSet, Value, parse_value};
+
 /// The WIT package every plugin world belongs to.
 pub const WIT_PACKAGE: &str = "pulsar-connect:plugin";
 /// The WIT versions this host implements (a released version is frozen; new ones are added beside it).
@@ -274,40 +276,45 @@ impl Manifest {
         (self.limits.memory_mib.min(host_max_mib) as usize) << 20
     }
 
+    /// The manifest's options as host option declarations (the same kind every connector declares).
+    pub fn option_set(&self) -> OptionSet {
+        OptionSet::new(
+            format!("{} '{}'", self.kind, self.name),
+            self.description.clone().unwrap_or_default(),
+            self.options.iter().map(OptionSpec::decl).collect(),
+            Vec::new(),
+        )
+    }
+
     /// Checks options given by a job against the declared ones and returns the full set the plugin
-    /// receives: the given values (normalised) plus the defaults of the options not given.
+    /// receives: the given values (normalised) plus the defaults of the options not given. The checks are
+    /// the option layer's ([`crate::options`]); the messages speak the manifest's language (`` `name` ``).
     pub fn resolve_options(
         &self,
         given: &[(String, String)],
     ) -> anyhow::Result<Vec<(String, String)>> {
-        let mut seen = BTreeSet::new();
-        let mut normalized = Vec::new();
+        let set = self.option_set();
+        let mut normalized: Vec<(&str, String)> = Vec::new();
         for (name, value) in given {
-            let Some(spec) = self.options.iter().find(|s| &s.name == name) else {
+            let Some(decl) = set.decl(name) else {
                 bail!("{}", self.unknown_option_message(name));
             };
-            if !seen.insert(name.as_str()) {
+            if normalized.iter().any(|(n, _)| n == name) {
                 bail!("option `{name}` is given twice");
             }
-            let value = spec
-                .normalize(value)
-                .with_context(|| format!("option `{name}`"))?;
+            let value = plugin_value(decl, value).with_context(|| format!("option `{name}`"))?;
             normalized.push((name.as_str(), value));
         }
         let mut resolved = Vec::new();
-        for spec in &self.options {
-            match normalized.iter().find(|(n, _)| *n == spec.name) {
-                Some((_, value)) => resolved.push((spec.name.clone(), value.clone())),
-                None if spec.required => {
-                    bail!("required option `{}` is missing ({})", spec.name, spec.doc);
+        for decl in &set.options {
+            match normalized.iter().find(|(n, _)| *n == decl.key) {
+                Some((_, value)) => resolved.push((decl.key.to_string(), value.clone())),
+                None if decl.required => {
+                    bail!("required option `{}` is missing ({})", decl.key, decl.doc);
                 }
                 None => {
-                    if let Some(default) = &spec.default {
-                        let text = match default {
-                            toml::Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                        resolved.push((spec.name.clone(), text));
+                    if let Some(default) = &decl.default {
+                        resolved.push((decl.key.to_string(), default.to_string()));
                     }
                 }
             }
@@ -331,40 +338,53 @@ impl Manifest {
     }
 }
 
+/// A value as the plugin receives it: strings verbatim (a tab delimiter, a null literal with spaces),
+/// the rest trimmed; booleans and enum values case-insensitive as in Flink (`TRUE` → `true`, an enum
+/// value → its declared spelling), like every option of the host.
+fn plugin_value(decl: &OptionDecl, value: &str) -> anyhow::Result<String> {
+    match parse_value(&decl.kind, value) {
+        Ok(Value::String(s)) => Ok(s),
+        Ok(Value::Bool(b)) => Ok(b.to_string()),
+        Ok(Value::Enum(s)) => Ok(s),
+        Ok(_) => Ok(value.trim().to_owned()),
+        Err(e) => Err(anyhow::anyhow!("{}", e.plugin_message(&decl.kind, value))),
+    }
+}
+
 impl OptionSpec {
+    /// The host option declaration of this manifest entry: type, default, doc; no limits beyond the type.
+    pub fn decl(&self) -> OptionDecl {
+        let kind = match self.ty {
+            OptionType::String => OptionKind::String,
+            OptionType::Bool => OptionKind::Bool,
+            OptionType::Int => OptionKind::Int {
+                min: i64::MIN,
+                max: i64::MAX,
+            },
+            OptionType::Float => OptionKind::Double {
+                min: f64::MIN,
+                max: f64::MAX,
+            },
+            OptionType::Enum => OptionKind::Enum(Choices::Owned(self.values.clone())),
+        };
+        OptionDecl {
+            key: self.name.clone().into(),
+            kind,
+            required: self.required,
+            default: self.default_text().map(Into::into),
+            doc: self.doc.clone().into(),
+            ..OptionDecl::string("", "")
+        }
+    }
+
     /// Checks that `value` is a valid value of this option's type.
     pub fn check_value(&self, value: &str) -> anyhow::Result<()> {
         self.normalize(value).map(|_| ())
     }
 
-    /// The value as the plugin receives it: strings verbatim (a tab delimiter, a null literal with spaces),
-    /// the rest trimmed; booleans and enum values case-insensitive as in Flink (`TRUE` → `true`, an enum
-    /// value → its declared spelling), like every option of the host.
+    /// The value as the plugin receives it (see [`Manifest::resolve_options`]).
     pub fn normalize(&self, value: &str) -> anyhow::Result<String> {
-        let v = value.trim();
-        Ok(match self.ty {
-            OptionType::String => value.to_owned(),
-            OptionType::Bool => crate::options::parse_bool(v)
-                .ok_or_else(|| anyhow::anyhow!("expected true or false, got `{value}`"))?
-                .to_string(),
-            OptionType::Int => {
-                v.parse::<i64>()
-                    .map_err(|_| anyhow::anyhow!("expected an integer, got `{value}`"))?;
-                v.to_owned()
-            }
-            OptionType::Float => {
-                v.parse::<f64>()
-                    .map_err(|_| anyhow::anyhow!("expected a number, got `{value}`"))?;
-                v.to_owned()
-            }
-            OptionType::Enum => {
-                let values: Vec<&str> = self.values.iter().map(String::as_str).collect();
-                match crate::options::match_enum(&values, v) {
-                    Some(c) => c.to_owned(),
-                    None => bail!("expected one of {}, got `{value}`", self.values.join(", ")),
-                }
-            }
-        })
+        plugin_value(&self.decl(), value)
     }
 
     /// The default rendered for display.

@@ -197,8 +197,11 @@ impl ConnectorFactory for DatagenFactory {
     fn options(&self) -> &OptionSet {
         &OPTIONS
     }
-    fn validate_table(&self, table: &CatalogTable) -> Result<()> {
-        specs(table).map(|_| ())
+    fn validate_table(
+        &self,
+        table: &CatalogTable,
+    ) -> Result<Option<crate::connectors::TableConfigSlot>> {
+        specs(table).map(|_| None)
     }
     fn supports_source(&self) -> bool {
         true

@@ -1,19 +1,24 @@
-//! A Pulsar table's options turned into typed configuration, validated once (errors name the option and
-//! what is allowed; secrets never appear in them).
+//! A Pulsar table's options decoded once, at validation, into [`PulsarTableConfig`] (errors name the
+//! option and what is allowed; secrets never appear in them). The catalog keeps the result
+//! ([`crate::catalog::CatalogTable::config`]); sources and sinks are built from it, so token, OAuth2 key
+//! and trust files are read once per table and a table both read and written shares one OAuth2 client.
+//!
+//! `scan.startup.mode` in three hops: declared in [`super::options`] (`STARTUP_MODE`), decoded here into
+//! [`SourceConfig::startup`] ([`startup`]), used by the source's fresh start (`source::fresh_start`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
+use super::client_config::{authentication, tls_options};
 use super::layout::Layout;
-use super::options::{self as opt, Settings};
+use super::options as opt;
 use crate::catalog::CatalogTable;
+use crate::options::{OptionError, ResolvedOptions};
 use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::{Kind, Manifest};
-use crate::pulsar::client::{Authentication, ClientConfig, TlsOptions};
+use crate::pulsar::client::ClientConfig;
 use crate::pulsar::message_id::parse_message_id;
-use crate::pulsar::oauth2::{OAuth2, OAuth2Config};
 use crate::pulsar::reader::DataLossPolicy;
 use crate::pulsar::topics::{TopicName, TopicSelection, parse_topic_list};
 use crate::pulsar::writer::WriterConfig;
@@ -87,16 +92,72 @@ pub enum OffsetStart {
     At(String),
 }
 
-/// Everything both sides need.
+/// `sink.semantic`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Semantic {
+    AtLeastOnce,
+    None,
+    ExactlyOnce,
+}
+
+/// What a source of the table needs, decoded once.
 #[derive(Debug, Clone)]
-pub struct TableConfig {
+pub struct SourceConfig {
+    /// `topic` / `topic-pattern` (also under `properties.`).
+    pub selection: TopicSelection,
+    /// `topic` as written (a sink's error quotes it).
+    pub topic_text: Option<String>,
+    /// `scan.startup.*`: where a fresh start begins.
+    pub startup: Startup,
+    /// `pulsar.reader.subscription-role-prefix`.
+    pub subscription_prefix: String,
+    /// `partition.discovery.interval-millis` (at least 100 ms); `None`: no discovery.
+    pub discovery: Option<Duration>,
+    /// `commit-max-retries`.
+    pub commit_retries: u32,
+    /// `enable-key-hash-range` with `scan.parallelism`: readers per split; `None`: one for every key.
+    pub key_ranges: Option<u16>,
+    /// `pulsar.reader.fail-on-data-loss`.
+    pub data_loss: DataLossPolicy,
+}
+
+/// What a sink into the table needs, decoded once.
+#[derive(Debug, Clone)]
+pub struct SinkConfig {
+    /// Producer settings (batching, compression, name, timeouts).
+    pub writer: WriterConfig,
+    /// `sink.semantic`.
+    pub semantic: Semantic,
+    /// `sink.dead-letter-topic`.
+    pub dead_letter: Option<TopicName>,
+    /// `sink.message-router` (trimmed; `None`: the default router) and its `sink.message-router.*` options.
+    pub router: Option<String>,
+    pub router_options: Vec<(String, String)>,
+    /// `flush-on-checkpoint`.
+    pub flush_on_checkpoint: bool,
+    /// `fail-on-write`.
+    pub fail_on_write: bool,
+    /// `send-delay-millisecond`.
+    pub send_delay_ms: i64,
+    /// `transaction-timeout`.
+    pub txn_timeout: Duration,
+    /// `max-block-time-ms`: how long a commit may wait for the coordinator.
+    pub max_block_time: Duration,
+}
+
+/// A Pulsar table's typed configuration: everything both sides need.
+#[derive(Debug, Clone)]
+pub struct PulsarTableConfig {
     pub table: String,
     pub client: ClientConfig,
     pub admin_url: Option<String>,
-    pub settings: Settings,
     pub value_format: Option<FormatSpec>,
     pub key_format: Option<FormatSpec>,
     pub layout: Layout,
+    pub source: SourceConfig,
+    pub sink: SinkConfig,
+    /// `properties.` keys accepted but not applied (warned about at start).
+    pub passed_through: Vec<String>,
     /// TLS settings given although no URL of the table uses TLS (warned about at start).
     pub tls_ignored: Vec<&'static str>,
 }
@@ -159,287 +220,36 @@ fn format_spec(
     })
 }
 
-const TOKEN_PLUGINS: &[&str] = &[
-    "org.apache.pulsar.client.impl.auth.AuthenticationToken",
-    "token",
-    "AuthenticationToken",
-];
-const OAUTH2_PLUGINS: &[&str] = &[
-    "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2",
-    "oauth2",
-    "AuthenticationOAuth2",
-];
-
-/// `auth-plugin-classname` + `auth-params` as client authentication. Errors name the option, never
-/// print the parameters.
-pub fn authentication(settings: &Settings) -> Result<Authentication> {
-    let plugin = settings.get(opt::AUTH_PLUGIN).map(str::trim).unwrap_or("");
-    let params = settings.get(opt::AUTH_PARAMS).map(str::trim).unwrap_or("");
-    if plugin.is_empty() && params.is_empty() {
-        return Ok(Authentication::None);
-    }
-    if OAUTH2_PLUGINS.contains(&plugin) {
-        return oauth2(params).map(|c| Authentication::OAuth2(Arc::new(OAuth2::new(c))));
-    }
-    if super::tls_auth::TLS_PLUGINS.contains(&plugin) {
-        // The certificate and key files of the parameters are read with the TLS settings.
-        return Ok(Authentication::Tls);
-    }
-    if !plugin.is_empty() && !TOKEN_PLUGINS.contains(&plugin) {
-        bail!(
-            "option '{}': authentication plugin '{plugin}' is not supported; allowed: org.apache.pulsar.client.impl.auth.AuthenticationToken (token), org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2 (oauth2), org.apache.pulsar.client.impl.auth.AuthenticationTls (tls)",
-            opt::AUTH_PLUGIN
-        );
-    }
-    if params.is_empty() {
-        bail!(
-            "option '{}': the token plugin needs 'auth-params' = 'token:<jwt>' or 'file:///path/to/token'",
-            opt::AUTH_PARAMS
-        );
-    }
-    let token = if let Some(t) = params.strip_prefix("token:") {
-        t.trim().to_owned()
-    } else if let Some(path) = params.strip_prefix("file://") {
-        read_text_file(path, "the token file")
-            .map_err(|e| anyhow!("option '{}': {e:#}", opt::AUTH_PARAMS))?
-    } else if params.starts_with('{') {
-        // `{"token":"..."}` as the Java plugin also accepts.
-        serde_json::from_str::<serde_json::Value>(params)
-            .ok()
-            .and_then(|v| v.get("token").and_then(|t| t.as_str()).map(str::to_owned))
-            .ok_or_else(|| {
-                anyhow!(
-                    "option '{}': JSON parameters need a \"token\" field",
-                    opt::AUTH_PARAMS
-                )
-            })?
-    } else {
-        params.to_owned()
-    };
-    if token.is_empty() {
-        bail!("option '{}': the token is empty", opt::AUTH_PARAMS);
-    }
-    Ok(Authentication::Token(token))
+/// An error naming an option of `table`, found while decoding.
+fn option_error(table: &str, option: &str, message: impl Into<String>) -> anyhow::Error {
+    OptionError::decoding(table, option, message).into()
 }
 
-/// The OAuth2 plugin's JSON parameters, as the Java `AuthenticationOAuth2` takes them; the key file
-/// (`privateKey`) is read now. Errors never quote a value that may hold a secret.
-fn oauth2(params: &str) -> Result<OAuth2Config> {
-    let err = |m: String| anyhow!("option '{}': {m}", opt::AUTH_PARAMS);
-    const EXAMPLE: &str = r#"{"type":"client_credentials","issuerUrl":"https://idp.example/","privateKey":"file:///path/to/key.json","audience":"..."}"#;
-    if params.is_empty() {
-        return Err(err(format!(
-            "the OAuth2 plugin needs JSON parameters, e.g. {EXAMPLE}"
-        )));
-    }
-    let v: serde_json::Value = serde_json::from_str(params).map_err(|e| {
-        err(format!(
-            "the OAuth2 parameters are not JSON (line {} column {}), e.g. {EXAMPLE}",
-            e.line(),
-            e.column()
-        ))
-    })?;
-    let field = |name: &str| {
-        v.get(name)
-            .and_then(|f| f.as_str())
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-    };
-    if let Some(t) = field("type")
-        && t != "client_credentials"
-    {
-        return Err(err(format!(
-            "OAuth2 flow type '{t}' is not supported; allowed: client_credentials"
-        )));
-    }
-    let key_url = field("privateKey").ok_or_else(|| {
-        err(format!(
-            "the OAuth2 parameters need \"privateKey\", e.g. {EXAMPLE}"
-        ))
-    })?;
-    let key_text = if let Some(path) = key_url.strip_prefix("file://") {
-        read_text_file(path, "the OAuth2 key file").map_err(|e| err(format!("{e:#}")))?
-    } else if let Some(data) = key_url.strip_prefix("data:") {
-        data_url(data).ok_or_else(|| {
-            err("\"privateKey\": the data: URL is not application/json (plain or ;base64)".into())
-        })?
-    } else {
-        return Err(err(
-            "\"privateKey\" must be a file:///path or a data:application/json URL".into(),
-        ));
-    };
-    let key: serde_json::Value = serde_json::from_str(&key_text).map_err(|e| {
-        err(format!(
-            "the OAuth2 key file is not JSON (line {} column {})",
-            e.line(),
-            e.column()
-        ))
-    })?;
-    let key_field = |name: &str| {
-        key.get(name)
-            .and_then(|f| f.as_str())
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-            .map(str::to_owned)
-    };
-    let client_id = key_field("client_id")
-        .ok_or_else(|| err("the OAuth2 key file has no \"client_id\"".into()))?;
-    let client_secret = key_field("client_secret")
-        .ok_or_else(|| err("the OAuth2 key file has no \"client_secret\"".into()))?;
-    let issuer = field("issuerUrl")
-        .map(str::to_owned)
-        .or_else(|| key_field("issuer_url"))
-        .ok_or_else(|| {
-            err(format!(
-                "the OAuth2 parameters need \"issuerUrl\", e.g. {EXAMPLE}"
-            ))
-        })?;
-    let issuer_url = url::Url::parse(&issuer)
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https"))
-        .ok_or_else(|| err(format!("\"issuerUrl\" '{issuer}' is not an http(s) URL")))?;
-    Ok(OAuth2Config {
-        issuer_url,
-        client_id,
-        client_secret,
-        audience: field("audience").map(str::to_owned),
-        scope: field("scope").map(str::to_owned),
-    })
-}
-
-/// The body of a `data:` URL (after `data:`) that is JSON, plain or base64.
-fn data_url(data: &str) -> Option<String> {
-    use base64::Engine as _;
-    let (meta, body) = data.split_once(',')?;
-    let mut parts = meta.split(';').map(str::trim);
-    let mime = parts.next().unwrap_or_default();
-    if !(mime.is_empty() || mime.eq_ignore_ascii_case("application/json")) {
-        return None;
-    }
-    if parts.any(|p| p.eq_ignore_ascii_case("base64")) {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(body.trim())
-            .ok()?;
-        String::from_utf8(bytes).ok()
-    } else {
-        Some(percent_decode(body))
-    }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The `tls-*` settings. The trust file is read (through cap-std) only when a URL of the table uses
-/// TLS; otherwise the settings are ignored and listed in `ignored` (warned about at start). Errors
-/// name the option.
-pub fn tls_options(
-    settings: &Settings,
-    uses_tls: bool,
-    ignored: &mut Vec<&'static str>,
-) -> Result<TlsOptions> {
-    let trust_file = settings
-        .get(opt::TLS_TRUST_CERTS)
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    let allow_insecure = settings.bool(opt::TLS_ALLOW_INSECURE);
-    let hostname_verification = settings.bool(opt::TLS_HOSTNAME_VERIFICATION);
-    if !uses_tls {
-        if trust_file.is_some() {
-            ignored.push(opt::TLS_TRUST_CERTS);
-        }
-        if allow_insecure {
-            ignored.push(opt::TLS_ALLOW_INSECURE);
-        }
-        if !hostname_verification {
-            ignored.push(opt::TLS_HOSTNAME_VERIFICATION);
-        }
-        return Ok(TlsOptions::default());
-    }
-    let mut tls = TlsOptions {
-        allow_insecure,
-        hostname_verification,
-        ..TlsOptions::default()
-    };
-    if let Some(file) = trust_file {
-        let path = file.strip_prefix("file://").unwrap_or(file);
-        let pem = read_file(path, "the trust certificates file")
-            .map_err(|e| anyhow!("option '{}': {e:#}", opt::TLS_TRUST_CERTS))?;
-        if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
-            bail!(
-                "option '{}': {path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-                opt::TLS_TRUST_CERTS
-            );
-        }
-        tls.trust_certs_file = Some(path.to_owned());
-        tls.trust_certs_pem = Some(Arc::new(pem));
-    } else if !hostname_verification && !allow_insecure {
-        bail!(
-            "option '{}': 'false' needs '{}' (the certificate chain is then still checked, against that file; the system trust store cannot be used without host names)",
-            opt::TLS_HOSTNAME_VERIFICATION,
-            opt::TLS_TRUST_CERTS
-        );
-    }
-    Ok(tls)
-}
-
-fn read_text_file(path: &str, what: &str) -> Result<String> {
-    let bytes = read_file(path, what)?;
-    Ok(String::from_utf8_lossy(&bytes).trim().to_owned())
-}
-
-/// Reads a file named by an option through cap-std (its directory opened with ambient authority).
-pub(super) fn read_file(path: &str, what: &str) -> Result<Vec<u8>> {
-    let path = std::path::Path::new(path);
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        bail!("'{}' is not a file path", path.display());
-    };
-    let dir = cap_std::fs::Dir::open_ambient_dir(parent, cap_std::ambient_authority())
-        .with_context(|| {
-            format!(
-                "reading {what} {}: opening {}",
-                path.display(),
-                parent.display()
-            )
-        })?;
-    dir.read(name)
-        .with_context(|| format!("reading {what} {}", path.display()))
-}
-
-impl TableConfig {
-    pub fn of(table: &CatalogTable, catalog: &PluginCatalog, for_source: bool) -> Result<Self> {
+impl PulsarTableConfig {
+    /// Decodes `table`'s validated options (the option layer has applied defaults and rules) and reads
+    /// the files they name. Called once per table, by the catalog's validation.
+    pub fn decode(table: &CatalogTable, catalog: &PluginCatalog) -> Result<Self> {
         let o = &table.options;
-        let settings = Settings::resolve(o).map_err(|(k, m)| anyhow!("option '{k}': {m}"))?;
+        let name = table.name();
         let service_url = o.get("service-url").unwrap_or_default().trim().to_owned();
         if !(service_url.starts_with("pulsar://") || service_url.starts_with("pulsar+ssl://")) {
-            bail!(
-                "option 'service-url': '{service_url}' is not a Pulsar service URL; expected pulsar://host:6650 or pulsar+ssl://host:6651"
-            );
+            return Err(option_error(
+                name,
+                "service-url",
+                format!(
+                    "'{service_url}' is not a Pulsar service URL; expected pulsar://host:6650 or pulsar+ssl://host:6651"
+                ),
+            ));
         }
         let admin_url = o.get("admin-url").map(|s| s.trim().to_owned());
         if let Some(a) = &admin_url
             && !(a.starts_with("http://") || a.starts_with("https://"))
         {
-            bail!(
-                "option 'admin-url': '{a}' is not an HTTP URL; expected http://host:8080 or https://host:8443"
-            );
+            return Err(option_error(
+                name,
+                "admin-url",
+                format!("'{a}' is not an HTTP URL; expected http://host:8080 or https://host:8443"),
+            ));
         }
         let uses_tls = service_url.starts_with("pulsar+ssl://")
             || admin_url
@@ -447,24 +257,23 @@ impl TableConfig {
                 .is_some_and(|a| a.starts_with("https://"));
         let mut tls_ignored = Vec::new();
         let mut client = ClientConfig::new(service_url);
-        client.tls = tls_options(&settings, uses_tls, &mut tls_ignored)?;
-        client.auth = authentication(&settings)?;
+        client.tls = tls_options(o, uses_tls, &mut tls_ignored)?;
+        client.auth = authentication(o)?;
         client.tls.client_cert = super::tls_auth::client_cert(
-            &settings,
+            o,
             &client.auth,
             client.is_tls(),
             uses_tls,
             &mut tls_ignored,
         )?;
-        client.operation_timeout =
-            Duration::from_millis(settings.i64(opt::OPERATION_TIMEOUT).max(1) as u64);
+        client.operation_timeout = millis(o, opt::OPERATION_TIMEOUT);
         let layout = Layout::of(table)?;
         let prefixes = format_prefixes(|k| o.get(k));
         let value_format = match o.get("format") {
-            Some(name) => Some(format_spec(
+            Some(format) => Some(format_spec(
                 table,
                 catalog,
-                name,
+                format,
                 &prefixes
                     .iter()
                     .filter(|p| !p.starts_with("key."))
@@ -475,173 +284,257 @@ impl TableConfig {
             None => None,
         };
         if value_format.is_none() {
-            bail!(
-                "option 'format': one of 'format', 'value.format' must be set (the format of the message value: json, avro, csv, raw, ...)"
-            );
+            return Err(option_error(
+                name,
+                "format",
+                "one of 'format', 'value.format' must be set (the format of the message value: json, avro, csv, raw, ...)",
+            ));
         }
         let key_format = match o.get("key.format") {
-            Some(name) => Some(format_spec(
+            Some(format) => Some(format_spec(
                 table,
                 catalog,
-                name,
-                &[format!("key.{name}.")],
+                format,
+                &[format!("key.{format}.")],
                 "key.format",
             )?),
             None => None,
         };
-        if for_source {
-            for c in &table.def.columns {
-                if let ColumnKind::Metadata { ty, .. } = &c.kind {
-                    let key = table.metadata_key(c).unwrap_or(&c.name);
-                    crate::pulsar::metadata::metadata_column(key, &ty.to_arrow(), &[]).map_err(
-                        |_| {
-                            anyhow!(
-                                "column '{}': metadata '{key}' is {}, not {ty}",
-                                c.name,
-                                crate::pulsar::metadata::expected_type(key)
-                            )
-                        },
-                    )?;
-                }
-            }
-        }
-        Ok(TableConfig {
-            table: table.name().to_owned(),
+        check_metadata_types(table)?;
+        let source = SourceConfig {
+            selection: selection(name, o)?,
+            topic_text: o.get(opt::TOPIC).map(str::to_owned),
+            startup: startup(name, o)?,
+            subscription_prefix: o
+                .text(opt::SUBSCRIPTION_PREFIX)
+                .unwrap_or_default()
+                .to_owned(),
+            discovery: o
+                .int(opt::DISCOVERY)
+                .filter(|ms| *ms >= 0)
+                .map(|ms| Duration::from_millis(ms.max(100) as u64)),
+            commit_retries: o.int(opt::COMMIT_RETRIES).unwrap_or_default().max(0) as u32,
+            key_ranges: o.bool(opt::KEY_HASH_RANGE).unwrap_or_default().then(|| {
+                o.int(opt::SCAN_PARALLELISM)
+                    .unwrap_or_default()
+                    .clamp(1, opt::MAX_KEY_RANGES) as u16
+            }),
+            data_loss: if o.bool(opt::FAIL_ON_DATA_LOSS).unwrap_or_default() {
+                DataLossPolicy::Fail
+            } else {
+                DataLossPolicy::UseEarliest
+            },
+        };
+        let sink = SinkConfig {
+            writer: writer_config(name, o)?,
+            semantic: match o.text(opt::SEMANTIC) {
+                Some("none") => Semantic::None,
+                Some("exactly-once") => Semantic::ExactlyOnce,
+                _ => Semantic::AtLeastOnce,
+            },
+            dead_letter: match o.get(opt::DEAD_LETTER) {
+                Some(t) => Some(
+                    TopicName::parse(t)
+                        .map_err(|e| option_error(name, opt::DEAD_LETTER, format!("{e:#}")))?,
+                ),
+                None => None,
+            },
+            router: o
+                .get(opt::ROUTER)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+            router_options: o
+                .prefixed(&format!("{}.", opt::ROUTER))
+                .into_iter()
+                .collect(),
+            flush_on_checkpoint: o.bool(opt::FLUSH_ON_CHECKPOINT).unwrap_or_default(),
+            fail_on_write: o.bool(opt::FAIL_ON_WRITE).unwrap_or_default(),
+            send_delay_ms: o.int(opt::SEND_DELAY).unwrap_or_default(),
+            txn_timeout: o.duration(opt::TXN_TIMEOUT).unwrap_or_default(),
+            max_block_time: millis(o, opt::MAX_BLOCK_TIME),
+        };
+        Ok(PulsarTableConfig {
+            table: name.to_owned(),
             client,
             admin_url,
-            settings,
             value_format,
             key_format,
             layout,
+            source,
+            sink,
+            passed_through: o.passed_through().to_vec(),
             tls_ignored,
         })
     }
 
-    /// The sink's producer settings; errors name the option.
-    pub fn writer_config(&self) -> Result<WriterConfig> {
-        let s = &self.settings;
-        let batching = s.bool(opt::BATCHING).then(|| {
-            (
-                s.i64(opt::BATCH_MESSAGES).max(1) as usize,
-                s.i64(opt::BATCH_BYTES).max(1) as usize,
-                Duration::from_micros(s.i64(opt::BATCH_DELAY).max(1) as u64),
-            )
-        });
-        // With batching, a batch is compressed as a whole (what every Pulsar client reads).
-        let compression = match s
-            .get(opt::COMPRESSION)
-            .unwrap_or("NONE")
-            .to_ascii_uppercase()
-            .as_str()
-        {
-            "LZ4" => CompressionKind::Lz4,
-            "ZLIB" => CompressionKind::Zlib,
-            "ZSTD" => CompressionKind::Zstd,
-            "SNAPPY" => CompressionKind::Snappy,
-            _ => CompressionKind::None,
+    /// The one topic a sink writes to; errors name the option.
+    pub fn sink_topic(&self) -> Result<TopicName> {
+        let topics = match &self.source.selection {
+            TopicSelection::Pattern(_) => {
+                return Err(option_error(
+                    &self.table,
+                    opt::TOPIC_PATTERN,
+                    "a sink writes to one topic; set 'topic'",
+                ));
+            }
+            TopicSelection::Topics(t) => t,
         };
-        let producer_name = match s.get(opt::PRODUCER_NAME).map(str::trim) {
-            Some("") => bail!(
-                "option '{}': must not be empty (leave it unset to let the broker choose)",
-                opt::PRODUCER_NAME
-            ),
-            other => other.map(str::to_owned),
-        };
-        let wc = WriterConfig {
-            batching,
-            compression,
-            send_timeout: Duration::from_millis(s.i64(opt::SEND_TIMEOUT).max(1) as u64),
-            max_in_flight: s.i64(opt::MAX_PENDING).max(1) as usize,
-            producer_name,
-            schema: None,
-        };
-        wc.validate()?;
-        Ok(wc)
+        if topics.len() != 1 {
+            let text = self.source.topic_text.as_deref().unwrap_or_default();
+            return Err(option_error(
+                &self.table,
+                opt::TOPIC,
+                format!(
+                    "a sink writes to exactly one topic, got {} ('{text}')",
+                    topics.len()
+                ),
+            ));
+        }
+        Ok(topics[0].clone())
     }
+}
 
-    /// The topics a source reads (list or pattern); errors name the option.
-    pub fn selection(&self, table: &CatalogTable) -> Result<TopicSelection> {
-        let o = &table.options;
-        let topic = o
-            .get("topic")
-            .map(str::to_owned)
-            .or_else(|| self.settings.topic.clone());
-        let pattern = o
-            .get("topic-pattern")
-            .map(str::to_owned)
-            .or_else(|| self.settings.topic_pattern.clone());
-        match (topic, pattern) {
-            (Some(_), Some(_)) => {
-                bail!("options 'topic' and 'topic-pattern' are mutually exclusive: set only one")
-            }
-            (None, None) => bail!("option 'topic': one of 'topic', 'topic-pattern' must be set"),
-            (Some(t), None) => {
-                let topics = parse_topic_list(&t).map_err(|e| anyhow!("option 'topic': {e:#}"))?;
-                Ok(TopicSelection::Topics(topics))
-            }
-            (None, Some(p)) => {
-                let full = crate::pulsar::topics::complete_pattern(&p)
-                    .map_err(|e| anyhow!("option 'topic-pattern': {e:#}"))?;
-                Ok(TopicSelection::Pattern(full))
-            }
+/// A positive millisecond option as a duration.
+fn millis(o: &ResolvedOptions, key: &str) -> Duration {
+    Duration::from_millis(o.int(key).unwrap_or_default().max(1) as u64)
+}
+
+/// Metadata columns must have the type of their key.
+fn check_metadata_types(table: &CatalogTable) -> Result<()> {
+    for c in &table.def.columns {
+        if let ColumnKind::Metadata { ty, .. } = &c.kind {
+            let key = table.metadata_key(c).unwrap_or(&c.name);
+            crate::pulsar::metadata::metadata_column(key, &ty.to_arrow(), &[]).map_err(|_| {
+                anyhow!(
+                    "column '{}': metadata '{key}' is {}, not {ty}",
+                    c.name,
+                    crate::pulsar::metadata::expected_type(key)
+                )
+            })?;
         }
     }
+    Ok(())
+}
 
-    /// The source's start on a fresh start.
-    pub fn startup(&self, table: &CatalogTable) -> Result<Startup> {
-        let o = &table.options;
-        Ok(match o.get("scan.startup.mode").unwrap_or("latest") {
-            "earliest" => Startup::Earliest,
-            "latest" => Startup::Latest,
-            "timestamp" => Startup::Timestamp(
-                o.get_i64("scan.startup.timestamp-millis")
-                    .ok_or_else(|| {
-                        anyhow!(
-                            "option 'scan.startup.timestamp-millis': required when 'scan.startup.mode' = 'timestamp' (ms since the epoch)"
-                        )
-                    })?
-                    .max(0) as u64,
-            ),
-            "external-subscription" => Startup::ExternalSubscription {
-                name: o
-                    .get("scan.startup.sub-name")
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .ok_or_else(|| {
-                        anyhow!(
-                            "option 'scan.startup.sub-name': required when 'scan.startup.mode' = 'external-subscription'"
-                        )
-                    })?
-                    .to_owned(),
-                from_earliest: o.get("scan.startup.sub-start-offset") == Some("earliest"),
-            },
-            "specific-offsets" => {
-                let text = o.get("scan.startup.specific-offsets").ok_or_else(|| {
-                    anyhow!(
-                        "option 'scan.startup.specific-offsets': required when 'scan.startup.mode' = 'specific-offsets' (e.g. '42:1012:0;44:1011:1')"
-                    )
-                })?;
-                Startup::SpecificOffsets(parse_specific_offsets(text)?)
-            }
-            other => bail!(
-                "option 'scan.startup.mode': '{other}' is not allowed; allowed values: {}",
-                opt::STARTUP_MODES.join(", ")
-            ),
-        })
-    }
+/// The sink's producer settings; errors name the option.
+fn writer_config(table: &str, o: &ResolvedOptions) -> Result<WriterConfig> {
+    let batching = o.bool(opt::BATCHING).unwrap_or_default().then(|| {
+        (
+            o.int(opt::BATCH_MESSAGES).unwrap_or_default().max(1) as usize,
+            o.int(opt::BATCH_BYTES).unwrap_or_default().max(1) as usize,
+            Duration::from_micros(o.int(opt::BATCH_DELAY).unwrap_or_default().max(1) as u64),
+        )
+    });
+    // With batching, a batch is compressed as a whole (what every Pulsar client reads).
+    let compression = match o.text(opt::COMPRESSION).unwrap_or_default() {
+        "LZ4" => CompressionKind::Lz4,
+        "ZLIB" => CompressionKind::Zlib,
+        "ZSTD" => CompressionKind::Zstd,
+        "SNAPPY" => CompressionKind::Snappy,
+        _ => CompressionKind::None,
+    };
+    let producer_name = match o.get(opt::PRODUCER_NAME).map(str::trim) {
+        Some("") => {
+            return Err(option_error(
+                table,
+                opt::PRODUCER_NAME,
+                "must not be empty (leave it unset to let the broker choose)",
+            ));
+        }
+        other => other.map(str::to_owned),
+    };
+    let wc = WriterConfig {
+        batching,
+        compression,
+        send_timeout: millis(o, opt::SEND_TIMEOUT),
+        max_in_flight: o.int(opt::MAX_PENDING).unwrap_or_default().max(1) as usize,
+        producer_name,
+        schema: None,
+    };
+    wc.validate()?;
+    Ok(wc)
+}
 
-    pub fn data_loss(&self) -> DataLossPolicy {
-        if self.settings.bool(opt::FAIL_ON_DATA_LOSS) {
-            DataLossPolicy::Fail
-        } else {
-            DataLossPolicy::UseEarliest
+/// The topics a source reads (list or pattern). The option layer has checked that exactly one of
+/// `topic`, `topic-pattern` is set (under either spelling); errors name the option.
+fn selection(table: &str, o: &ResolvedOptions) -> Result<TopicSelection> {
+    match (o.get(opt::TOPIC), o.get(opt::TOPIC_PATTERN)) {
+        (Some(_), Some(_)) => Err(option_error(
+            table,
+            opt::TOPIC_PATTERN,
+            "'topic' and 'topic-pattern' are mutually exclusive: set only one",
+        )),
+        (None, None) => Err(option_error(
+            table,
+            opt::TOPIC,
+            "one of 'topic', 'topic-pattern' must be set",
+        )),
+        (Some(t), None) => {
+            let topics = parse_topic_list(t)
+                .map_err(|e| option_error(table, opt::TOPIC, format!("{e:#}")))?;
+            Ok(TopicSelection::Topics(topics))
+        }
+        (None, Some(p)) => {
+            let full = crate::pulsar::topics::complete_pattern(p)
+                .map_err(|e| option_error(table, opt::TOPIC_PATTERN, format!("{e:#}")))?;
+            Ok(TopicSelection::Pattern(full))
         }
     }
 }
 
-/// The Java client's `MessageId.earliest` (`-1:-1:-1`) and `MessageId.latest`
-/// (`9223372036854775807:9223372036854775807:-1`) as users copy them from `toString()`, with the partition
-/// they name.
+/// The source's start on a fresh start (`scan.startup.*`). The option layer has checked the value of
+/// `scan.startup.mode` and that the option each mode needs is set.
+fn startup(table: &str, o: &ResolvedOptions) -> Result<Startup> {
+    let required = |option: &str, mode: &str, hint: &str| {
+        option_error(
+            table,
+            option,
+            format!("required when '{}' = '{mode}'{hint}", opt::STARTUP_MODE),
+        )
+    };
+    Ok(match o.text(opt::STARTUP_MODE).unwrap_or_default() {
+        "earliest" => Startup::Earliest,
+        "latest" => Startup::Latest,
+        "timestamp" => Startup::Timestamp(
+            o.int(opt::STARTUP_TIMESTAMP)
+                .ok_or_else(|| {
+                    required(opt::STARTUP_TIMESTAMP, "timestamp", " (ms since the epoch)")
+                })?
+                .max(0) as u64,
+        ),
+        "external-subscription" => Startup::ExternalSubscription {
+            name: o
+                .get(opt::STARTUP_SUB_NAME)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| required(opt::STARTUP_SUB_NAME, "external-subscription", ""))?
+                .to_owned(),
+            from_earliest: o.text(opt::STARTUP_SUB_START) == Some("earliest"),
+        },
+        "specific-offsets" => {
+            let text = o.get(opt::STARTUP_SPECIFIC_OFFSETS).ok_or_else(|| {
+                required(
+                    opt::STARTUP_SPECIFIC_OFFSETS,
+                    "specific-offsets",
+                    " (e.g. '42:1012:0;44:1011:1')",
+                )
+            })?;
+            Startup::SpecificOffsets(parse_specific_offsets(text)?)
+        }
+        other => {
+            return Err(option_error(
+                table,
+                opt::STARTUP_MODE,
+                format!(
+                    "'{other}' is not allowed; allowed values: {}",
+                    opt::STARTUP_MODES.join(", ")
+                ),
+            ));
+        }
+    })
+}
+
 fn sentinel(id: &str) -> Option<(OffsetStart, i32)> {
     let parts: Vec<&str> = id.split(':').map(str::trim).collect();
     if !(3..=4).contains(&parts.len()) {
@@ -697,59 +590,6 @@ pub fn parse_specific_offsets(text: &str) -> Result<Vec<SpecificOffset>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn oauth2_parameters_as_the_java_client_takes_them() {
-        use base64::Engine as _;
-        let key = base64::engine::general_purpose::STANDARD.encode(
-            r#"{"client_id":"id1","client_secret":"s3cr3t!","issuer_url":"http://other/"}"#,
-        );
-        let c = oauth2(&format!(
-            r#"{{"type":"client_credentials","issuerUrl":"https://idp.example/realms/x","privateKey":"data:application/json;base64,{key}","audience":"aud","scope":"a b"}}"#
-        ))
-        .unwrap();
-        assert_eq!(c.issuer_url.as_str(), "https://idp.example/realms/x");
-        assert_eq!(
-            (c.client_id.as_str(), c.client_secret.as_str()),
-            ("id1", "s3cr3t!")
-        );
-        assert_eq!(c.audience.as_deref(), Some("aud"));
-        assert_eq!(c.scope.as_deref(), Some("a b"));
-        assert!(!format!("{c:?}").contains("s3cr3t"));
-        // The key file's issuer when the parameters have none; a plain (percent-encoded) data: URL.
-        let c = oauth2(
-            r#"{"privateKey":"data:application/json,%7B%22client_id%22:%22i%22,%22client_secret%22:%22s%22,%22issuer_url%22:%22http://idp/%22%7D"}"#,
-        )
-        .unwrap();
-        assert_eq!(c.issuer_url.as_str(), "http://idp/");
-        // Errors name the option and never quote the secret.
-        let secret_key = r#"data:application/json,{"client_id":"i","client_secret":"TOPSECRET"}"#;
-        let no_issuer = format!(r#"{{"privateKey":"{}"}}"#, secret_key.replace('"', "\\\""));
-        for (params, expect) in [
-            ("issuerUrl=x", "not JSON"),
-            (
-                r#"{"type":"password","privateKey":"x"}"#,
-                "'password' is not supported",
-            ),
-            (r#"{"issuerUrl":"http://idp/"}"#, "need \"privateKey\""),
-            (no_issuer.as_str(), "need \"issuerUrl\""),
-            (
-                r#"{"issuerUrl":"http://idp/","privateKey":"file:///nonexistent/key.json"}"#,
-                "/nonexistent/key.json",
-            ),
-            (
-                r#"{"issuerUrl":"http://idp/","privateKey":"data:application/json,{\"client_id\":\"i\"}"}"#,
-                "no \"client_secret\"",
-            ),
-        ] {
-            let e = format!("{:#}", oauth2(params).unwrap_err());
-            assert!(
-                e.contains("auth-params") && e.contains(expect),
-                "{params}: {e}"
-            );
-            assert!(!e.contains("TOPSECRET"), "{e}");
-        }
-    }
 
     #[test]
     fn specific_offsets_syntax() {

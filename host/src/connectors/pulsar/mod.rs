@@ -2,10 +2,13 @@
 //! as plugins.
 //!
 //! - [`options`]: every option, declared once (both spellings of the two reference generations).
-//! - [`config`]: options → typed configuration (client, auth, startup, formats), validated once.
+//! - [`config`]: validated options → [`config::PulsarTableConfig`] (client, startup, sink settings,
+//!   formats), decoded once when the catalog validates the table and kept by the catalog
+//!   ([`CatalogTable::config`]); [`client_config`]: authentication and TLS files, read then.
 //! - [`layout`]: key / value / metadata columns (`key.fields`, `value.fields-include`).
 //! - [`source`], [`sink`]: the runtime sides.
 
+pub mod client_config;
 pub mod config;
 pub mod layout;
 pub mod options;
@@ -17,18 +20,17 @@ pub mod txn_acks;
 
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 
 use crate::catalog::CatalogTable;
-use crate::connectors::{ConnectorFactory, MetadataDecl, Sink, Source};
+use crate::connectors::{ConnectorFactory, MetadataDecl, Sink, Source, TableConfigSlot};
 use crate::options::OptionSet;
 use crate::plugins::Kind;
 use crate::plugins::catalog::{self as plugin_catalog, PluginCatalog};
-use crate::pulsar::topics::{TopicName, parse_topic_list};
 use crate::sql::Pos;
 
-use config::TableConfig;
-use sink::{PulsarSink, Semantic, SinkSpec};
+use config::PulsarTableConfig;
+use sink::{PulsarSink, SinkSpec};
 use source::{PulsarSource, SourceSpec};
 
 /// The router used when `sink.message-router` is not set: Pulsar's default routing.
@@ -106,51 +108,33 @@ impl PulsarFactory {
         self.plugins.clone().unwrap_or_else(plugin_catalog::global)
     }
 
-    fn config(&self, table: &CatalogTable, for_source: bool) -> Result<TableConfig> {
-        TableConfig::of(table, &self.plugins(), for_source)
+    /// The table's configuration, decoded once by [`ConnectorFactory::validate_table`].
+    fn config(&self, table: &CatalogTable) -> Result<Arc<PulsarTableConfig>> {
+        table.config_as::<PulsarTableConfig>().ok_or_else(|| {
+            anyhow!(
+                "table '{}' was not validated by connector '{}' (its configuration is decoded when the catalog is built)",
+                table.name(),
+                self.name
+            )
+        })
     }
 
-    fn router(&self, table: &CatalogTable) -> Result<(String, Vec<(String, String)>)> {
-        let name = table
-            .options
-            .get("sink.message-router")
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .unwrap_or(DEFAULT_ROUTER)
-            .to_owned();
-        let options: Vec<(String, String)> = table
-            .options
-            .prefixed("sink.message-router.")
-            .into_iter()
-            .collect();
+    /// The router plugin and its options, checked against the router's manifest.
+    fn router(&self, cfg: &PulsarTableConfig) -> Result<(String, Vec<(String, String)>)> {
+        let name = cfg
+            .sink
+            .router
+            .clone()
+            .unwrap_or_else(|| DEFAULT_ROUTER.to_owned());
+        let options = cfg.sink.router_options.clone();
         let manifest = self
             .plugins()
             .manifest(&name, Kind::Router)
-            .map_err(|e| anyhow!("option 'sink.message-router': {e:#}"))?;
+            .map_err(|e| anyhow!("option '{}': {e:#}", options::ROUTER))?;
         manifest
             .resolve_options(&options)
-            .map_err(|e| anyhow!("option 'sink.message-router': router '{name}': {e:#}"))?;
+            .map_err(|e| anyhow!("option '{}': router '{name}': {e:#}", options::ROUTER))?;
         Ok((name, options))
-    }
-
-    fn sink_topic(&self, table: &CatalogTable, cfg: &TableConfig) -> Result<TopicName> {
-        if table.options.contains("topic-pattern") || cfg.settings.topic_pattern.is_some() {
-            bail!("option 'topic-pattern': a sink writes to one topic; set 'topic'");
-        }
-        let text = table
-            .options
-            .get("topic")
-            .map(str::to_owned)
-            .or_else(|| cfg.settings.topic.clone())
-            .ok_or_else(|| anyhow!("option 'topic': required by a sink"))?;
-        let mut topics = parse_topic_list(&text).map_err(|e| anyhow!("option 'topic': {e:#}"))?;
-        if topics.len() != 1 {
-            bail!(
-                "option 'topic': a sink writes to exactly one topic, got {} ('{text}')",
-                topics.len()
-            );
-        }
-        Ok(topics.remove(0))
     }
 }
 
@@ -175,8 +159,8 @@ impl ConnectorFactory for PulsarFactory {
         })
     }
 
-    fn validate_table(&self, table: &CatalogTable) -> Result<()> {
-        let cfg = self.config(table, true)?;
+    fn validate_table(&self, table: &CatalogTable) -> Result<Option<TableConfigSlot>> {
+        let cfg = PulsarTableConfig::decode(table, &self.plugins())?;
         if let Some(pk) = &table.def.primary_key {
             bail!(
                 "PRIMARY KEY ({}) is not supported by connector '{}' (an append-only log); the upsert variant is not available yet",
@@ -184,23 +168,17 @@ impl ConnectorFactory for PulsarFactory {
                 self.name
             );
         }
-        cfg.startup(table)?;
-        cfg.selection(table)?;
-        cfg.writer_config()?;
         // Routers are only needed by sinks; a missing router plugin is reported when the table is written.
-        if table.options.contains("sink.message-router") {
-            self.router(table)?;
+        if cfg.sink.router.is_some() {
+            self.router(&cfg)?;
         }
-        if let Some(d) = table.options.get("sink.dead-letter-topic") {
-            TopicName::parse(d).map_err(|e| anyhow!("option 'sink.dead-letter-topic': {e:#}"))?;
-        }
-        if !cfg.settings.ignored.is_empty() {
-            tracing::warn!(table = %table.name(), keys = %cfg.settings.ignored.join(", "), "Pulsar client settings accepted but not applied");
+        if !cfg.passed_through.is_empty() {
+            tracing::warn!(table = %table.name(), keys = %cfg.passed_through.join(", "), "Pulsar client settings accepted but not applied");
         }
         if !cfg.tls_ignored.is_empty() {
             tracing::warn!(table = %table.name(), keys = %cfg.tls_ignored.join(", "), "TLS settings ignored: neither 'service-url' (pulsar://) nor 'admin-url' uses TLS");
         }
-        Ok(())
+        Ok(Some(Arc::new(cfg)))
     }
 
     fn validate_settings(
@@ -208,16 +186,12 @@ impl ConnectorFactory for PulsarFactory {
         table: &CatalogTable,
         settings: &crate::catalog::JobSettings,
     ) -> Result<()> {
-        if table.options.get("sink.semantic") != Some("exactly-once") {
+        let cfg = self.config(table)?;
+        if cfg.sink.semantic != sink::Semantic::ExactlyOnce {
             return Ok(());
         }
-        let cfg = options::Settings::resolve(&table.options)
-            .map_err(|(k, m)| anyhow!("option '{k}': {m}"))?;
-        let timeout = cfg
-            .duration(options::TXN_TIMEOUT)
-            .unwrap_or(std::time::Duration::from_secs(3600));
-        let commit =
-            std::time::Duration::from_millis(cfg.i64(options::MAX_BLOCK_TIME).max(0) as u64);
+        let timeout = cfg.sink.txn_timeout;
+        let commit = cfg.sink.max_block_time;
         let needed = settings.checkpoint_interval + settings.checkpoint_timeout + commit;
         if timeout <= needed {
             bail!(
@@ -243,13 +217,8 @@ impl ConnectorFactory for PulsarFactory {
     }
 
     fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
-        let cfg = self.config(table, true)?;
-        let selection = cfg.selection(table)?;
-        let startup = cfg.startup(table)?;
         let spec = SourceSpec {
-            cfg: Arc::new(cfg),
-            selection,
-            startup,
+            cfg: self.config(table)?,
             schema: table.source_schema(),
             plugins: self.plugins(),
         };
@@ -260,8 +229,8 @@ impl ConnectorFactory for PulsarFactory {
     }
 
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
-        let cfg = self.config(table, false)?;
-        let topic = self.sink_topic(table, &cfg)?;
+        let cfg = self.config(table)?;
+        let topic = cfg.sink_topic()?;
         for c in table.sink_columns() {
             if let Some(key) = table.metadata_key(c)
                 && !METADATA.iter().any(|m| m.key == key && m.writable)
@@ -273,26 +242,7 @@ impl ConnectorFactory for PulsarFactory {
                 );
             }
         }
-        let semantic = match table
-            .options
-            .get("sink.semantic")
-            .unwrap_or("at-least-once")
-        {
-            "none" => Semantic::None,
-            "exactly-once" => Semantic::ExactlyOnce,
-            _ => Semantic::AtLeastOnce,
-        };
-        let dead_letter = match table.options.get("sink.dead-letter-topic") {
-            Some(t) => Some(
-                TopicName::parse(t)
-                    .map_err(|e| anyhow!("option 'sink.dead-letter-topic': {e:#}"))?,
-            ),
-            None => None,
-        };
-        let router = self.router(table)?;
-        let writer = cfg
-            .writer_config()
-            .with_context(|| format!("table '{}'", table.name()))?;
+        let router = self.router(&cfg)?;
         let topic_schema = match &cfg.value_format {
             Some(f) => {
                 self.plugins()
@@ -302,15 +252,15 @@ impl ConnectorFactory for PulsarFactory {
             None => None,
         };
         let spec = SinkSpec {
-            cfg: Arc::new(cfg),
-            writer,
+            writer: cfg.sink.writer.clone(),
             topic_schema,
             topic,
             schema: table.sink_schema(),
-            semantic,
+            semantic: cfg.sink.semantic,
             router: Some(router),
-            dead_letter,
+            dead_letter: cfg.sink.dead_letter.clone(),
             plugins: self.plugins(),
+            cfg,
         };
         // As for sources: the plugins' own checks run whenever a sink is built, `validate` included.
         sink::make_codecs(&spec)?;

@@ -3,39 +3,31 @@
 //! Two generations of the reference connector disagree on spellings (`flushoncheckpoint` in the vendor's
 //! document, `flush-on-checkpoint` in the code; `receiverQueueSize` vs `receiver-queue-size`) and accept the
 //! connector-level settings under `properties.`. Every connector-level setting here is therefore one
-//! [`Setting`]: accepted at the top level under any of its spellings *and* as `properties.<spelling>`, and
-//! looked up after normalisation (segments compared without `-`/`_` and case-insensitively), so camelCase keys
-//! work (the reference lower-cases them and then fails).
+//! [`OptionDecl`] marked [`OptionDecl::pass_through`]: accepted at the top level under any of its spellings
+//! *and* as `properties.<spelling>`, looked up there after normalisation (segments compared without `-`/`_`
+//! and case-insensitively), so camelCase keys work (the reference lower-cases them and then fails). The
+//! option layer resolves them all ([`OPTIONS`]); `super::config` decodes the result once into the typed
+//! [`super::config::PulsarTableConfig`].
 
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use crate::options::{OptionDecl, OptionKind, OptionSet, ResolvedOptions, Rule, normalize_value};
+use crate::options::{Choices, OptionDecl, OptionKind, OptionSet, PassThrough, Rule};
 
-/// Connector-level settings accepted at the top level and under `properties.`.
-pub struct Setting {
-    pub key: &'static str,
-    pub aliases: &'static [&'static str],
-    pub kind: OptionKind,
-    pub default: Option<&'static str>,
-    pub doc: &'static str,
-    pub secret: bool,
-}
-
-const fn setting(
+/// A connector-level setting: accepted at the top level under any of its spellings and as
+/// `properties.<spelling>` (compared loosely).
+fn setting(
     key: &'static str,
     aliases: &'static [&'static str],
     kind: OptionKind,
     default: Option<&'static str>,
     doc: &'static str,
-) -> Setting {
-    Setting {
-        key,
-        aliases,
-        kind,
-        default,
-        doc,
-        secret: false,
+) -> OptionDecl {
+    let d = OptionDecl::new(key, kind, doc)
+        .aliases(aliases)
+        .pass_through();
+    match default {
+        Some(v) => d.default(v),
+        None => d,
     }
 }
 
@@ -52,6 +44,16 @@ const NON_NEGATIVE: OptionKind = OptionKind::Int {
     max: i64::MAX,
 };
 
+pub const TOPIC: &str = "topic";
+pub const TOPIC_PATTERN: &str = "topic-pattern";
+pub const STARTUP_MODE: &str = "scan.startup.mode";
+pub const STARTUP_TIMESTAMP: &str = "scan.startup.timestamp-millis";
+pub const STARTUP_SUB_NAME: &str = "scan.startup.sub-name";
+pub const STARTUP_SUB_START: &str = "scan.startup.sub-start-offset";
+pub const STARTUP_SPECIFIC_OFFSETS: &str = "scan.startup.specific-offsets";
+pub const SEMANTIC: &str = "sink.semantic";
+pub const DEAD_LETTER: &str = "sink.dead-letter-topic";
+pub const ROUTER: &str = "sink.message-router";
 pub const DISCOVERY: &str = "partition.discovery.interval-millis";
 pub const AUTH_PLUGIN: &str = "auth-plugin-classname";
 pub const AUTH_PARAMS: &str = "auth-params";
@@ -85,10 +87,15 @@ pub const BATCH_DELAY: &str = "pulsar.producer.batching-max-publish-delay-micros
 pub const COMPRESSION: &str = "pulsar.producer.compression-type";
 pub const PRODUCER_NAME: &str = "pulsar.producer.producer-name";
 
+/// The largest `scan.parallelism`: key-range readers per split.
+pub const MAX_KEY_RANGES: i64 = 1024;
+
 /// `pulsar.producer.compressionType` values (the Java client's `CompressionType` names).
 pub const COMPRESSION_TYPES: &[&str] = &["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"];
 
-pub static SETTINGS: &[Setting] = &[
+/// The connector-level settings, in documentation order.
+pub static SETTINGS: LazyLock<Vec<OptionDecl>> = LazyLock::new(|| {
+    vec![
     setting(
         DISCOVERY,
         &[
@@ -99,26 +106,21 @@ pub static SETTINGS: &[Setting] = &[
         Some("-1"),
         "Interval in ms at which new partitions and new topics matching `topic-pattern` are looked for; -1 disables. Discovered partitions and topics are read from the earliest message.",
     ),
-    Setting {
-        secret: false,
-        ..setting(
+    setting(
             AUTH_PLUGIN,
             &["authPluginClassName", "pulsar.client.authPluginClassName"],
             OptionKind::String,
             None,
             "Authentication: `org.apache.pulsar.client.impl.auth.AuthenticationToken` (or `token`), `org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2` (or `oauth2`: client credentials, the token endpoint found by OpenID discovery, the access token refreshed before it expires), `org.apache.pulsar.client.impl.auth.AuthenticationTls` (or `tls`: the TLS client certificate of `auth-params`; the broker takes the role from it; needs `pulsar+ssl://`). Other plugins are refused with a clear error.",
-        )
-    },
-    Setting {
-        secret: true,
-        ..setting(
+    ),
+    setting(
             AUTH_PARAMS,
             &["authParams", "pulsar.client.authParams"],
             OptionKind::String,
             None,
             "Authentication parameters. Token: `token:<jwt>`, `file:///path/to/token`, or the bare token. OAuth2: the Java client's JSON, `{\"type\":\"client_credentials\",\"issuerUrl\":\"https://idp/\",\"privateKey\":\"file:///path/key.json\",\"audience\":\"...\",\"scope\":\"...\"}` (`privateKey` also `data:application/json;base64,...`; the key file holds `client_id` and `client_secret`). TLS: `tlsCertFile:/path/cert.pem,tlsKeyFile:/path/key.pem` or `{\"tlsCertFile\":\"...\",\"tlsKeyFile\":\"...\"}` (PEM chain; PEM key, PKCS#8, PKCS#1 or SEC1, read when the job starts and checked to belong to the certificate; also presented by the transaction coordinator and admin clients). Never printed.",
-        )
-    },
+    )
+    .secret(),
     setting(
         TLS_TRUST_CERTS,
         &[
@@ -159,16 +161,14 @@ pub static SETTINGS: &[Setting] = &[
         None,
         "TLS: PEM file of the client certificate (chain) presented to brokers (binary protocol, transaction coordinator, `https://` admin URL) that ask for one, whatever the authentication; with `tls-key-file-path`. `AuthenticationTls`'s `tlsCertFile` wins over it. Read when the job starts; ignored (with a warning) when no URL of the table uses TLS.",
     ),
-    Setting {
-        secret: true,
-        ..setting(
+    setting(
             TLS_KEY_FILE,
             &["tlsKeyFilePath", "pulsar.client.tlsKeyFilePath"],
             OptionKind::String,
             None,
             "TLS: PEM file of the private key of `tls-certificate-file-path` (PKCS#8, PKCS#1 or SEC1), checked to belong to the certificate. Neither its path nor its content is printed.",
-        )
-    },
+    )
+    .secret(),
     setting(
         FLUSH_ON_CHECKPOINT,
         &["flushoncheckpoint"],
@@ -221,9 +221,9 @@ pub static SETTINGS: &[Setting] = &[
     setting(
         SCAN_PARALLELISM,
         &["scan-parallelism"],
-        POSITIVE,
+        OptionKind::Int { min: 1, max: MAX_KEY_RANGES },
         Some("1"),
-        "Source: how many key-range readers read each split with `enable-key-hash-range` (at most 1024). Without key ranges one reader per split reads every key and the value is not used.",
+        "Source: how many key-range readers read each split with `enable-key-hash-range` (a larger value is refused). Without key ranges one reader per split reads every key and the value is not used.",
     ),
     setting(
         SUBSCRIPTION_PREFIX,
@@ -233,7 +233,7 @@ pub static SETTINGS: &[Setting] = &[
         ],
         OptionKind::String,
         Some("pulsar-connect"),
-        "Source: prefix of the job's durable subscriptions (`<prefix>-<job id>-<table>`).",
+        "Source: prefix of the job's durable subscriptions, named `<prefix>-<job id>-<INSERT>-<table>`: `<INSERT>` is `<n>:<sink table>` of the INSERT reading the table (`n` counts INSERTs from 0), `<table>` the table read, e.g. `pulsar-connect-orders-0:out-src`; `pulsar-connect subscriptions` lists them. Not used with `external-subscription`, which reads through the named subscription.",
     ),
     setting(
         RECEIVER_QUEUE,
@@ -332,7 +332,7 @@ pub static SETTINGS: &[Setting] = &[
     setting(
         COMPRESSION,
         &["pulsar.producer.compressionType"],
-        OptionKind::Enum(COMPRESSION_TYPES),
+        OptionKind::Enum(Choices::Static(COMPRESSION_TYPES)),
         Some("NONE"),
         "Sink: payload compression. With batching each batch is compressed as a whole (as the Java client does); a message sent alone is compressed by itself.",
     ),
@@ -343,7 +343,8 @@ pub static SETTINGS: &[Setting] = &[
         None,
         "Sink: producer name (the same on every partition; unset: the broker assigns unique names). With broker deduplication a named producer continues from the last sequence id the broker stored for it, so a restarted job's sends are not dropped as duplicates. Two running producers cannot share a name.",
     ),
-];
+    ]
+});
 
 pub const STARTUP_MODES: &[&str] = &[
     "earliest",
@@ -364,17 +365,20 @@ fn top_level_decls() -> Vec<OptionDecl> {
             "topic",
             "Topic(s): one, or a list separated by `,` or `;`. Short names mean `persistent://public/default/<name>`. A sink writes to exactly one topic.",
         )
-        .aliases(&["topics"]),
+        .aliases(&["topics"])
+        .pass_through(),
         OptionDecl::string(
             "topic-pattern",
             "Source: regular expression over the full topic names of one namespace (`persistent://tenant/ns/orders-.*`).",
         )
-        .aliases(&["topicspattern"]),
-        OptionDecl::enumeration("scan.startup.mode", STARTUP_MODES, "Source: where reading starts on a fresh start (a restore resumes after the last emitted message). `latest` = messages published after the job starts.").default("latest"),
+        .aliases(&["topicspattern"])
+        .pass_through(),
+        OptionDecl::enumeration(STARTUP_MODE, STARTUP_MODES, "Source: where reading starts on a fresh start (a restore resumes after the last emitted message). `latest` = messages published after the job starts.").default("latest"),
         OptionDecl::string(
             "scan.startup.specific-offsets",
             "Source, `specific-offsets`: `ledger:entry:partition[:batch]` entries separated by `;` (inclusive), optionally topic-qualified as `<topic>@ledger:entry:partition`. Partitions without an entry start at earliest.",
-        ),
+        )
+        .hint("(e.g. '42:1012:0;44:1011:1')"),
         OptionDecl::string("scan.startup.sub-name", "Source, `external-subscription`: the subscription whose cursor is the start position."),
         OptionDecl::enumeration(
             "scan.startup.sub-start-offset",
@@ -382,7 +386,7 @@ fn top_level_decls() -> Vec<OptionDecl> {
             "Source, `external-subscription`: where a subscription that does not exist yet is created.",
         )
         .default("latest"),
-        OptionDecl::int("scan.startup.timestamp-millis", 0, i64::MAX, "Source, `timestamp`: first publish time to read, ms since the epoch."),
+        OptionDecl::int("scan.startup.timestamp-millis", 0, i64::MAX, "Source, `timestamp`: first publish time to read, ms since the epoch.").hint("(ms since the epoch)"),
         OptionDecl::string("format", "Format plugin of the message value (`json`, `avro`, `csv`, `raw` or a plugin of the plugin directory).").aliases(&["value.format"]),
         OptionDecl::string("key.format", "Format plugin of the message key; requires `key.fields`."),
         OptionDecl::string("key.fields", "Physical columns in the message key, separated by `;` or `,`; requires `key.format`."),
@@ -402,16 +406,7 @@ fn top_level_decls() -> Vec<OptionDecl> {
             "Connector settings (any spelling listed here, camelCase or hyphenated, e.g. `properties.pulsar.reader.receiverQueueSize`) and `properties.topic`/`topics`/`topicspattern`. Other `pulsar.reader.*`, `pulsar.producer.*`, `pulsar.client.*` keys are accepted and not applied (logged at start).",
         ),
     ];
-    for s in SETTINGS {
-        let mut d = OptionDecl::new(s.key, s.kind.clone(), s.doc).aliases(s.aliases);
-        if let Some(def) = s.default {
-            d = d.default(def);
-        }
-        if s.secret {
-            d = d.secret();
-        }
-        v.push(d);
-    }
+    v.extend(SETTINGS.iter().cloned());
     v
 }
 
@@ -420,162 +415,95 @@ pub static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
         "connector 'pulsar'",
         "Source and sink (also registered as `pulsar-inlong`). Format options are the format's own, prefixed with the format name (`json.ignore-parse-errors`) or `key.<format>.` for the key format; they are checked against the plugin's manifest.",
         top_level_decls(),
-        vec![Rule::MutuallyExclusive("topic", "topic-pattern")],
+        vec![
+            Rule::MutuallyExclusive(TOPIC, TOPIC_PATTERN),
+            Rule::OneOf(&[TOPIC, TOPIC_PATTERN]),
+            Rule::RequiredWhen {
+                option: STARTUP_MODE,
+                equals: "timestamp",
+                requires: STARTUP_TIMESTAMP,
+            },
+            Rule::RequiredWhen {
+                option: STARTUP_MODE,
+                equals: "external-subscription",
+                requires: STARTUP_SUB_NAME,
+            },
+            Rule::RequiredWhen {
+                option: STARTUP_MODE,
+                equals: "specific-offsets",
+                requires: STARTUP_SPECIFIC_OFFSETS,
+            },
+        ],
     )
-});
-
-/// A key compared the way the connector compares setting names: per `.`-segment, case-insensitive, with
-/// `-` and `_` removed (`receiverQueueSize` = `receiver-queue-size`).
-pub fn normalize(key: &str) -> String {
-    key.split('.')
-        .map(|seg| {
-            seg.chars()
-                .filter(|c| *c != '-' && *c != '_' && *c != ' ')
-                .flat_map(char::to_lowercase)
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-fn setting_for(key: &str) -> Option<&'static Setting> {
-    let n = normalize(key);
-    SETTINGS.iter().find(|s| {
-        std::iter::once(s.key)
-            .chain(s.aliases.iter().copied())
-            .any(|k| normalize(k) == n)
+    .with_pass_through(PassThrough {
+        prefix: "properties.",
+        accepted: &["pulsar.reader.", "pulsar.producer.", "pulsar.client.", "pulsar.admin."],
+        what: "connector setting",
+        note: "`pulsar.reader.*`, `pulsar.producer.*` and `pulsar.client.*` keys are accepted and not applied",
     })
-}
-
-/// Settings resolved from the top level and `properties.*` (top level wins), with defaults.
-#[derive(Debug, Clone, Default)]
-pub struct Settings {
-    values: BTreeMap<&'static str, String>,
-    /// Keys under `properties.` accepted but not applied.
-    pub ignored: Vec<String>,
-    /// `properties.topic` / `topics` / `topicspattern`.
-    pub topic: Option<String>,
-    pub topic_pattern: Option<String>,
-}
-
-impl Settings {
-    /// Reads the settings; errors name the option and what is allowed.
-    pub fn resolve(options: &ResolvedOptions) -> Result<Settings, (String, String)> {
-        let mut out = Settings::default();
-        for (key, value) in options.prefixed("properties.") {
-            let full = format!("properties.{key}");
-            match normalize(&key).as_str() {
-                "topic" | "topics" => {
-                    out.topic = Some(value);
-                    continue;
-                }
-                "topicspattern" | "topicpattern" => {
-                    out.topic_pattern = Some(value);
-                    continue;
-                }
-                _ => {}
-            }
-            if let Some(s) = setting_for(&key) {
-                let value = normalize_value(&s.kind, &value).map_err(|m| (full.clone(), m))?;
-                if let Some(prev) = out.values.insert(s.key, value) {
-                    let _ = prev;
-                    return Err((
-                        full,
-                        format!("set twice under `properties.` (spellings of '{}')", s.key),
-                    ));
-                }
-            } else if [
-                "pulsar.reader.",
-                "pulsar.producer.",
-                "pulsar.client.",
-                "pulsar.admin.",
-            ]
-            .iter()
-            .any(|p| key.starts_with(p))
-            {
-                out.ignored.push(full);
-            } else {
-                let known: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
-                let normalized: Vec<String> = known.iter().map(|k| normalize(k)).collect();
-                let suggestion = crate::options::suggest(
-                    &normalize(&key),
-                    normalized.iter().map(String::as_str),
-                )
-                .and_then(|n| known.iter().find(|k| normalize(k) == n))
-                .map(|k| format!("; did you mean 'properties.{k}'?"))
-                .unwrap_or_default();
-                return Err((
-                    full,
-                    format!(
-                        "unknown connector setting{suggestion} (known: {}; `pulsar.reader.*`, `pulsar.producer.*` and `pulsar.client.*` keys are accepted and not applied)",
-                        known.join(", ")
-                    ),
-                ));
-            }
-        }
-        // Top-level spellings were canonicalised by the option set and win over `properties.`.
-        for s in SETTINGS {
-            if let Some(v) = options.get(s.key)
-                && (!out.values.contains_key(s.key) || s.default != Some(v))
-            {
-                out.values.insert(s.key, v.to_owned());
-            }
-        }
-        Ok(out)
-    }
-
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.values.get(key).map(String::as_str).or_else(|| {
-            SETTINGS
-                .iter()
-                .find(|s| s.key == key)
-                .and_then(|s| s.default)
-        })
-    }
-
-    pub fn is_set(&self, key: &str) -> bool {
-        self.values.contains_key(key)
-    }
-
-    pub fn bool(&self, key: &str) -> bool {
-        self.get(key)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    }
-
-    pub fn i64(&self, key: &str) -> i64 {
-        self.get(key)
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_default()
-    }
-
-    pub fn duration(&self, key: &str) -> Option<std::time::Duration> {
-        self.get(key)
-            .and_then(|v| crate::options::duration::parse(v.trim()).ok())
-    }
-}
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::Pos;
+
+    fn resolve(pairs: &[(&str, &str)]) -> Result<crate::options::ResolvedOptions, String> {
+        let mut raw: Vec<(String, String, Pos)> = vec![
+            ("service-url".into(), "pulsar://x".into(), Pos::default()),
+            ("topic".into(), "t".into(), Pos::default()),
+        ];
+        raw.extend(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string(), Pos::default())),
+        );
+        OPTIONS.validate("t", &raw, &[]).map_err(|es| {
+            es.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
 
     #[test]
-    fn spellings_normalise_together() {
-        assert_eq!(
-            normalize("pulsar.reader.receiverQueueSize"),
-            normalize("pulsar.reader.receiver-queue-size")
+    fn settings_under_properties_in_any_spelling() {
+        let o = resolve(&[("properties.pulsar.reader.receiverQueueSize", "7")]).unwrap();
+        assert_eq!(o.int(RECEIVER_QUEUE), Some(7));
+        let o = resolve(&[("properties.pulsar.reader.failOnDataLoss", "FALSE")]).unwrap();
+        assert_eq!(o.bool(FAIL_ON_DATA_LOSS), Some(false));
+        let o = resolve(&[("properties.discovery topic interval", "5")]).unwrap();
+        assert_eq!(o.int(DISCOVERY), Some(5));
+        // The top level wins over `properties.`.
+        let o = resolve(&[
+            ("pulsar.reader.receiver-queue-size", "3"),
+            ("properties.pulsar.reader.receiverQueueSize", "9"),
+        ])
+        .unwrap();
+        assert_eq!(o.int(RECEIVER_QUEUE), Some(3));
+        let o = resolve(&[("properties.pulsar.reader.readerName", "r")]).unwrap();
+        assert_eq!(o.passed_through(), ["properties.pulsar.reader.readerName"]);
+        let e = resolve(&[("properties.nope", "x")]).unwrap_err();
+        assert!(
+            e.contains("option 'properties.nope': unknown connector setting"),
+            "{e}"
         );
+        let e = resolve(&[
+            ("properties.pulsar.reader.receiverQueueSize", "7"),
+            ("properties.pulsar.reader.receiver-queue-size", "8"),
+        ])
+        .unwrap_err();
+        assert!(e.contains("set twice under `properties.`"), "{e}");
+    }
+
+    #[test]
+    fn defaults_are_typed_and_stated_once() {
+        let o = resolve(&[]).unwrap();
         assert_eq!(
-            normalize("flushoncheckpoint"),
-            normalize("flush-on-checkpoint")
+            o.duration(TXN_TIMEOUT),
+            Some(std::time::Duration::from_secs(3600))
         );
-        assert_eq!(
-            setting_for("pulsar.reader.failOnDataLoss").map(|s| s.key),
-            Some(FAIL_ON_DATA_LOSS)
-        );
-        assert_eq!(
-            setting_for("discovery topic interval").map(|s| s.key),
-            Some(DISCOVERY)
-        );
-        assert!(setting_for("nope").is_none());
+        assert_eq!(o.text(SUBSCRIPTION_PREFIX), Some("pulsar-connect"));
+        assert_eq!(o.text(STARTUP_MODE), Some("latest"));
     }
 }

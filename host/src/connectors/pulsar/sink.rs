@@ -13,9 +13,9 @@ use magnetar::{OutgoingMessage, PulsarClient, Transaction};
 use serde::{Deserialize, Serialize};
 use tracing::{error, info, warn};
 
-use super::config::{FormatSpec, TableConfig};
+pub use super::config::Semantic;
+use super::config::{FormatSpec, PulsarTableConfig};
 use super::layout::ColumnSource;
-use super::options as opt;
 use super::txn_acks::TxnAcks;
 use crate::connectors::{PipelineContext, Sink};
 use crate::plugins::catalog::PluginCatalog;
@@ -25,18 +25,11 @@ use crate::pulsar::topics::TopicName;
 use crate::pulsar::transactions::{EndOutcome, TxnCoordinator, TxnRef};
 use crate::pulsar::writer::{TopicWriter, WriterConfig};
 
-/// `sink.semantic`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Semantic {
-    AtLeastOnce,
-    None,
-    ExactlyOnce,
-}
-
 /// What the sink needs to connect.
 #[derive(Clone)]
 pub struct SinkSpec {
-    pub cfg: Arc<TableConfig>,
+    /// The table's configuration, decoded once at validation (`cfg.sink`: what a sink writes with).
+    pub cfg: Arc<PulsarTableConfig>,
     /// Producer settings (batching, compression, name, timeouts).
     pub writer: WriterConfig,
     /// The schema type to register on the topic (from the value format's manifest).
@@ -159,11 +152,7 @@ impl PulsarSink {
     }
 
     fn txn_timeout(&self) -> Duration {
-        self.spec
-            .cfg
-            .settings
-            .duration(opt::TXN_TIMEOUT)
-            .unwrap_or(Duration::from_secs(3600))
+        self.spec.cfg.sink.txn_timeout
     }
 
     /// Opens a transaction and registers every partition of the topic with it.
@@ -252,7 +241,7 @@ impl PulsarSink {
                 ),
                 None => None,
             };
-            if !cfg.settings.bool(opt::FAIL_ON_WRITE) {
+            if !cfg.sink.fail_on_write {
                 writer.keep_failed_messages(true);
             }
             let codecs = {
@@ -275,7 +264,7 @@ impl PulsarSink {
     /// Routes failed sends (fail-on-write = false): logged, counted, and written to the dead-letter topic
     /// when there is one. With fail-on-write = true they stay in the writer and fail the next flush.
     async fn handle_failures(&mut self) -> Result<()> {
-        if self.spec.cfg.settings.bool(opt::FAIL_ON_WRITE) {
+        if self.spec.cfg.sink.fail_on_write {
             return Ok(());
         }
         let table = self.spec.cfg.table.clone();
@@ -574,9 +563,9 @@ impl Sink for PulsarSink {
         }
         let txn = self.txn.map(|t| t.id());
         let spec = self.spec.clone();
-        let delay = spec.cfg.settings.i64(opt::SEND_DELAY);
+        let delay = spec.cfg.sink.send_delay_ms;
         let run = self.running().await?;
-        if spec.cfg.settings.bool(opt::FAIL_ON_WRITE) && run.writer.has_failures() {
+        if spec.cfg.sink.fail_on_write && run.writer.has_failures() {
             // Fail fast: the first failure is reported by the flush.
             run.writer.flush().await?;
         }
@@ -660,7 +649,7 @@ impl Sink for PulsarSink {
                 abort: Some(TxnRef(next.id()).to_string()),
             })?);
         }
-        let flush_all = self.spec.cfg.settings.bool(opt::FLUSH_ON_CHECKPOINT);
+        let flush_all = self.spec.cfg.sink.flush_on_checkpoint;
         let table = self.spec.cfg.table.clone();
         if let Some(run) = self.running.as_mut() {
             match semantic {
@@ -669,7 +658,7 @@ impl Sink for PulsarSink {
                 _ => {
                     let r = run.writer.flush().await;
                     if let Err(e) = r
-                        && self.spec.cfg.settings.bool(opt::FAIL_ON_WRITE)
+                        && self.spec.cfg.sink.fail_on_write
                     {
                         return Err(e.context(format!(
                             "table '{table}': the checkpoint fails because sends failed (fail-on-write = true)"
@@ -731,7 +720,7 @@ impl Sink for PulsarSink {
                 run.writer.flush().await
             };
             if let Err(e) = flushed
-                && self.spec.cfg.settings.bool(opt::FAIL_ON_WRITE)
+                && self.spec.cfg.sink.fail_on_write
             {
                 return Err(e.context(format!("table '{table}': closing the sink")));
             }

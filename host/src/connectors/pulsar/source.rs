@@ -25,9 +25,8 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use super::config::{FormatSpec, OffsetStart, Startup, TableConfig};
+use super::config::{FormatSpec, OffsetStart, PulsarTableConfig, Startup};
 use super::layout::{ColumnSource, Layout};
-use super::options as opt;
 use super::txn_acks::{SplitAck, TxnAcks, stale_transactions};
 use crate::connectors::{PipelineContext, Source, SourcePoll};
 use crate::plugins::catalog::PluginCatalog;
@@ -37,7 +36,7 @@ use crate::pulsar::reader::{
     DataLossPolicy, KeyRange, SplitCheckpoint, SplitReader, SplitSet, StartPosition, key_ranges,
     resolve_latest, state_key,
 };
-use crate::pulsar::topics::{Discovery, Split, TopicSelection};
+use crate::pulsar::topics::{Discovery, Split};
 use crate::pulsar::transactions::{TxnCoordinator, TxnRef};
 use crate::pulsar::{admin, message, metadata};
 
@@ -58,9 +57,8 @@ pub struct SourceState {
 /// What the source needs to connect.
 #[derive(Clone)]
 pub struct SourceSpec {
-    pub cfg: Arc<TableConfig>,
-    pub selection: TopicSelection,
-    pub startup: Startup,
+    /// The table's configuration, decoded once at validation (`cfg.source`: what a source reads).
+    pub cfg: Arc<PulsarTableConfig>,
     pub schema: SchemaRef,
     pub plugins: Arc<PluginCatalog>,
 }
@@ -117,16 +115,9 @@ pub struct PulsarSource {
 
 impl PulsarSource {
     pub fn new(spec: SourceSpec) -> Self {
-        let subscription = match &spec.startup {
+        let subscription = match &spec.cfg.source.startup {
             Startup::ExternalSubscription { name, .. } => name.clone(),
-            _ => format!(
-                "{}-{}",
-                spec.cfg
-                    .settings
-                    .get(opt::SUBSCRIPTION_PREFIX)
-                    .unwrap_or("pulsar-connect"),
-                spec.cfg.table
-            ),
+            _ => format!("{}-{}", spec.cfg.source.subscription_prefix, spec.cfg.table),
         };
         PulsarSource {
             spec,
@@ -179,14 +170,13 @@ impl PulsarSource {
 #[async_trait]
 impl Source for PulsarSource {
     fn set_context(&mut self, ctx: &PipelineContext) {
-        if !matches!(self.spec.startup, Startup::ExternalSubscription { .. }) {
+        if !matches!(
+            self.spec.cfg.source.startup,
+            Startup::ExternalSubscription { .. }
+        ) {
             self.subscription = format!(
                 "{}-{}-{}-{}",
-                self.spec
-                    .cfg
-                    .settings
-                    .get(opt::SUBSCRIPTION_PREFIX)
-                    .unwrap_or("pulsar-connect"),
+                self.spec.cfg.source.subscription_prefix,
                 ctx.job_id,
                 ctx.pipeline_id,
                 self.spec.cfg.table
@@ -195,7 +185,7 @@ impl Source for PulsarSource {
         // Acknowledging inside a sink's transaction needs the admin API at start (finding the
         // transactions of crashed runs, the subscriptions that exist) and durable subscriptions (key
         // ranges are read through non-durable ones).
-        if self.spec.cfg.admin_url.is_some() && !self.spec.cfg.settings.bool(opt::KEY_HASH_RANGE) {
+        if self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none() {
             let acks = Arc::new(TxnAcks::default());
             ctx.link.offer(acks.clone());
             self.txn_acks = Some(acks);
@@ -219,7 +209,7 @@ impl Source for PulsarSource {
         let layout = self.spec.cfg.layout.clone();
         let interval = discovery_interval(&self.spec.cfg);
         let sub = self.subscription.clone();
-        let policy = self.spec.cfg.data_loss();
+        let policy = self.spec.cfg.source.data_loss;
         let whole_entries = self.linked().is_some();
         let ranges = reader_ranges(&self.spec.cfg);
         let run = self.running().await?;
@@ -367,7 +357,7 @@ impl Source for PulsarSource {
         let Stage::Running(run) = &self.stage else {
             return Ok(());
         };
-        let retries = self.spec.cfg.settings.i64(opt::COMMIT_RETRIES).max(0) as u32;
+        let retries = self.spec.cfg.source.commit_retries;
         for reader in run.splits.readers() {
             let Some(cp) = positions.get(&reader.key()) else {
                 continue;
@@ -393,7 +383,10 @@ impl Source for PulsarSource {
 
     async fn durable_state(&mut self, drop: bool) -> Result<Vec<String>> {
         let cfg = self.spec.cfg.clone();
-        if matches!(self.spec.startup, Startup::ExternalSubscription { .. }) {
+        if matches!(
+            self.spec.cfg.source.startup,
+            Startup::ExternalSubscription { .. }
+        ) {
             return Ok(vec![format!(
                 "table '{}': reads the external subscription '{}' (not the job's; left alone)",
                 cfg.table, self.subscription
@@ -407,8 +400,8 @@ impl Source for PulsarSource {
         };
         let client = crate::pulsar::connect(&cfg.client).await?;
         let admin = admin::admin_client_for(&url, &cfg.client).await?;
-        let splits = self
-            .spec
+        let splits = cfg
+            .source
             .selection
             .splits(&client, Some(&admin))
             .await
@@ -474,17 +467,15 @@ impl Source for PulsarSource {
 
 /// The readers of each split: one for every key (the default), or one per share of the key hash space
 /// with `enable-key-hash-range` (`scan.parallelism` shares).
-fn reader_ranges(cfg: &TableConfig) -> Vec<Option<KeyRange>> {
-    if !cfg.settings.bool(opt::KEY_HASH_RANGE) {
-        return vec![None];
+fn reader_ranges(cfg: &PulsarTableConfig) -> Vec<Option<KeyRange>> {
+    match cfg.source.key_ranges {
+        None => vec![None],
+        Some(n) => key_ranges(n).into_iter().map(Some).collect(),
     }
-    let n = cfg.settings.i64(opt::SCAN_PARALLELISM).clamp(1, 1024) as u16;
-    key_ranges(n).into_iter().map(Some).collect()
 }
 
-fn discovery_interval(cfg: &TableConfig) -> Option<Duration> {
-    let ms = cfg.settings.i64(opt::DISCOVERY);
-    (ms >= 0).then(|| Duration::from_millis(ms.max(100) as u64))
+fn discovery_interval(cfg: &PulsarTableConfig) -> Option<Duration> {
+    cfg.source.discovery
 }
 
 /// Connects and opens every split at its start (restored, or the configured startup mode).
@@ -500,7 +491,8 @@ async fn connect(
         Some(url) => Some(admin::admin_client_for(url, &cfg.client).await?),
         None => None,
     };
-    let splits = spec
+    let splits = cfg
+        .source
         .selection
         .splits(&client, admin.as_ref())
         .await
@@ -508,7 +500,7 @@ async fn connect(
     if splits.is_empty() {
         warn!(table = %cfg.table, "no topic matches yet; waiting for discovery");
     }
-    let policy = cfg.data_loss();
+    let policy = cfg.source.data_loss;
     // Linked to the sink's transactions: the subscription's cursor is where to resume.
     let mut at_cursor = std::collections::BTreeSet::new();
     if let (Some(acks), Some(url)) = (&linked, &cfg.admin_url) {
@@ -558,7 +550,7 @@ async fn connect(
                 },
                 // A split the checkpoint does not know appeared since: from its beginning.
                 None if restored.is_some() => StartPosition::Earliest,
-                None => fresh_start(&client, split, &subscription, &spec.startup).await?,
+                None => fresh_start(&client, split, &subscription, &cfg.source.startup).await?,
             };
             let mut reader = SplitReader::open_range(
                 &client,
@@ -578,7 +570,7 @@ async fn connect(
     }
     info!(table = %cfg.table, splits = readers.len(), subscription = %subscription, "reading");
     let interval = discovery_interval(cfg);
-    let discovery = interval.map(|_| Discovery::new(spec.selection.clone(), splits.clone()));
+    let discovery = interval.map(|_| Discovery::new(cfg.source.selection.clone(), splits.clone()));
     let decoders = {
         let spec = spec.clone();
         tokio::task::spawn_blocking(move || make_decoders(&spec))
@@ -602,7 +594,7 @@ async fn connect(
 /// acknowledgements would make every later one fail until the broker times them out. The subscription is
 /// Exclusive, so no live run owns them; their output is aborted with them (and read again).
 async fn abort_stale_transactions(
-    cfg: &TableConfig,
+    cfg: &PulsarTableConfig,
     admin_url: &str,
     splits: &[Split],
     subscription: &str,

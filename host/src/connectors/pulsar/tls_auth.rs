@@ -10,8 +10,9 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use super::config::read_file;
-use super::options::{self as opt, Settings};
+use super::client_config::read_file;
+use super::options as opt;
+use crate::options::ResolvedOptions;
 use crate::pulsar::client::Authentication;
 use crate::pulsar::client_cert::{ClientCert, Part};
 
@@ -37,7 +38,7 @@ struct Source {
 /// settings are ignored (listed in `ignored`). The plugin needs a `pulsar+ssl://` service URL
 /// (`service_tls`): over plaintext it cannot authenticate.
 pub fn client_cert(
-    settings: &Settings,
+    settings: &ResolvedOptions,
     auth: &Authentication,
     service_tls: bool,
     uses_tls: bool,
