@@ -8,7 +8,7 @@ use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use pulsar_connect::plugins::{
     Decoder, Failure, HostConfig, KeyBatchBuilder, MessageBatchBuilder, MessageRef, Phase, Plugin,
-    PluginDir, PluginHost, Router, wit,
+    PluginDir, PluginHost, Router, model,
 };
 use pulsar_connect_tests::guests::install;
 
@@ -45,7 +45,7 @@ fn hostile_schema() -> SchemaRef {
     ]))
 }
 
-fn messages(payloads: &[&str]) -> wit::MessageBatch {
+fn messages(payloads: &[&str]) -> model::MessageBatch {
     let mut b = MessageBatchBuilder::new();
     for p in payloads {
         b.push(MessageRef {
