@@ -153,7 +153,7 @@ fn main() -> ExitCode {
             for w in &j.catalog.warnings {
                 warn!("{w}");
             }
-            let metrics = match Metrics::new() {
+            let metrics = match Metrics::new().and_then(|m| m.export_plugins(plugins.clone()).map(|()| m)) {
                 Ok(m) => m,
                 Err(e) => {
                     eprintln!("error: metrics: {e:#}");

@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context as _, anyhow};
 
-use super::{HostConfig, Kind, Manifest, Plugin, PluginDir, PluginHost};
+use super::{HostConfig, Kind, Manifest, Plugin, PluginCounters, PluginDir, PluginHost};
 
 /// Environment variable naming the plugin directory.
 pub const PLUGIN_DIR_ENV: &str = "PULSAR_CONNECT_PLUGIN_DIR";
@@ -91,6 +91,16 @@ impl PluginCatalog {
             ));
         }
         Ok(manifest)
+    }
+
+    /// The counters of every plugin loaded so far, by name.
+    pub fn counters(&self) -> Vec<(String, PluginCounters)> {
+        self.loaded
+            .lock()
+            .expect("plugin cache lock")
+            .iter()
+            .map(|(name, plugin)| (name.clone(), plugin.counters()))
+            .collect()
     }
 
     /// Plugin `name`, loaded (verified, compiled, pre-instantiated) on first use.
