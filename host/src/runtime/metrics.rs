@@ -126,17 +126,20 @@ impl Metrics {
     }
 }
 
+/// Reads one counter of a plugin's snapshot.
+type ReadCounter = fn(&PluginCounters) -> u64;
+
 /// The plugin series: counters kept by the plugins themselves, copied into fresh series at each scrape.
 struct PluginCollector {
     catalog: Arc<PluginCatalog>,
-    ints: Vec<(Opts, fn(&PluginCounters) -> u64)>,
+    ints: Vec<(Opts, ReadCounter)>,
     seconds: Opts,
     descs: Vec<Desc>,
 }
 
 impl PluginCollector {
     fn new(catalog: Arc<PluginCatalog>) -> Result<Self> {
-        let ints: Vec<(Opts, fn(&PluginCounters) -> u64)> = vec![
+        let ints: Vec<(Opts, ReadCounter)> = vec![
             (
                 Opts::new(
                     "plugin_calls_total",
