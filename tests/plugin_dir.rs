@@ -265,3 +265,77 @@ fn compiled_code_is_cached_by_the_host() {
     .unwrap();
     assert!(std::fs::read(cache.path().join(&files[0])).unwrap().len() > 1000);
 }
+
+/// The release binary (`PULSAR_CONNECT_BIN`, else `target/release/pulsar-connect`).
+fn binary() -> std::path::PathBuf {
+    let p = std::env::var_os("PULSAR_CONNECT_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            pulsar_connect_tests::guests::repo_root().join("target/release/pulsar-connect")
+        });
+    assert!(
+        p.exists(),
+        "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
+        p.display()
+    );
+    p
+}
+
+/// Runs the binary in an empty working directory (no `./plugins`) without the plugin-directory variable.
+fn run_binary(args: &[&std::ffi::OsStr], env_dir: Option<&Path>) -> (bool, String, String) {
+    let cwd = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(binary());
+    cmd.args(args)
+        .current_dir(cwd.path())
+        .env_remove("PULSAR_CONNECT_PLUGIN_DIR");
+    if let Some(d) = env_dir {
+        cmd.env("PULSAR_CONNECT_PLUGIN_DIR", d);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_binary_lists_and_checks_the_plugin_dir_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path(), "hostile");
+    install(dir.path(), "modulo-router");
+    let flag = std::ffi::OsStr::new("--plugin-dir");
+    let d = dir.path().as_os_str();
+    let s = std::ffi::OsStr::new;
+
+    // `--plugin-dir X plugins list`: X's plugins, not ./plugins.
+    let (ok, out, err) = run_binary(&[flag, d, s("plugins"), s("list")], None);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("hostile") && out.contains("modulo-router"),
+        "{out}{err}"
+    );
+    // The flag after the subcommand (it is global) and `check` likewise.
+    let (ok, out, err) = run_binary(&[s("plugins"), s("check"), flag, d], None);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("2 plugins ok"), "{out}{err}");
+    // The environment variable when there is no flag.
+    let (ok, out, err) = run_binary(&[s("plugins"), s("list")], Some(dir.path()));
+    assert!(ok && out.contains("hostile"), "{out}{err}");
+    // A directory argument of the subcommand still wins.
+    let other = tempfile::tempdir().unwrap();
+    install(other.path(), "identity");
+    let (ok, out, err) = run_binary(
+        &[flag, d, s("plugins"), s("list"), other.path().as_os_str()],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("identity") && !out.contains("hostile"),
+        "{out}{err}"
+    );
+    // Without any of them: ./plugins, which does not exist here.
+    let (ok, out, err) = run_binary(&[s("plugins"), s("list")], None);
+    assert!(!ok, "{out}{err}");
+    assert!(err.contains("plugins"), "{err}");
+}

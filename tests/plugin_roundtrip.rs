@@ -489,7 +489,8 @@ fn invalid_columns_from_a_plugin_are_rejected() {
     // Invalid UTF-8 in a STRING column.
     let string_index = schema.index_of("string").unwrap();
     let mut bad = good.clone();
-    if let pulsar_connect::plugins::wit::ColumnData::Bytes(b) = &mut bad.columns[string_index].data
+    if let pulsar_connect::plugins::model::ColumnData::Bytes(b) =
+        &mut bad.columns[string_index].data
     {
         b.data[b.offsets[1] as usize] = 0xff;
     }
@@ -498,7 +499,8 @@ fn invalid_columns_from_a_plugin_are_rejected() {
     // A child index pointing back at its parent (a cycle).
     let array_index = schema.index_of("array_int").unwrap();
     let mut bad = good;
-    if let pulsar_connect::plugins::wit::ColumnData::List(l) = &mut bad.columns[array_index].data {
+    if let pulsar_connect::plugins::model::ColumnData::List(l) = &mut bad.columns[array_index].data
+    {
         l.child = array_index as u32;
     }
     assert!(

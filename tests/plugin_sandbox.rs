@@ -8,7 +8,7 @@ use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use pulsar_connect::plugins::{
     Decoder, Failure, HostConfig, KeyBatchBuilder, MessageBatchBuilder, MessageRef, Phase, Plugin,
-    PluginDir, PluginHost, Router, wit,
+    PluginDir, PluginHost, Router, model,
 };
 use pulsar_connect_tests::guests::install;
 
@@ -45,7 +45,7 @@ fn hostile_schema() -> SchemaRef {
     ]))
 }
 
-fn messages(payloads: &[&str]) -> wit::MessageBatch {
+fn messages(payloads: &[&str]) -> model::MessageBatch {
     let mut b = MessageBatchBuilder::new();
     for p in payloads {
         b.push(MessageRef {
@@ -343,4 +343,55 @@ fn a_router_is_not_a_format() {
     );
     assert_eq!(err.phase, Phase::Configure);
     assert_eq!(plugin.counters().instantiations, 0);
+}
+
+#[test]
+fn plugin_counters_are_scraped_as_prometheus_series() {
+    use pulsar_connect::plugins::Kind;
+    use pulsar_connect::plugins::catalog::PluginCatalog;
+    use pulsar_connect::runtime::Metrics;
+
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path(), "hostile");
+    let catalog = Arc::new(PluginCatalog::new(dir.path().to_path_buf()));
+    let metrics = Metrics::new().unwrap();
+    metrics.export_plugins(catalog.clone()).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let addr = rt
+        .block_on(pulsar_connect::runtime::metrics::serve(
+            "127.0.0.1:0".parse().unwrap(),
+            metrics.clone(),
+        ))
+        .unwrap();
+    let scrape = || {
+        let r = xtask::broker::http::request("GET", &format!("http://{addr}/metrics"), None, None)
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    };
+    // Nothing loaded yet: no plugin series.
+    assert!(!scrape().contains("plugin=\"hostile\""));
+
+    let plugin = catalog.load("hostile", Kind::Format).unwrap();
+    let mut decoder = Decoder::new(&plugin, &opts(&[("tag", "t1")]), hostile_schema()).unwrap();
+    decoder.decode(&messages(&["ok"])).unwrap();
+    let err = decoder.decode(&messages(&["panic"])).unwrap_err();
+    assert_eq!(err.failure, Failure::Trap, "{err}");
+
+    let body = scrape();
+    for series in [
+        "pulsar_connect_plugin_traps_total{plugin=\"hostile\"} 1",
+        "pulsar_connect_plugin_instantiations_total{plugin=\"hostile\"} 2",
+        "pulsar_connect_plugin_rows_total{plugin=\"hostile\"} 1",
+        "# TYPE pulsar_connect_plugin_traps_total counter",
+        "pulsar_connect_plugin_call_seconds_total{plugin=\"hostile\"}",
+    ] {
+        assert!(body.contains(series), "`{series}` missing from:\n{body}");
+    }
+    // Factory calls count as calls: create-decoder twice (first instance, replacement), one batch
+    // that returned; the trapping call is counted as a trap only.
+    assert!(
+        body.contains("pulsar_connect_plugin_calls_total{plugin=\"hostile\"} 3"),
+        "{body}"
+    );
 }

@@ -1,10 +1,12 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use pulsar_connect::connectors::Registry;
 use pulsar_connect::job;
+use pulsar_connect::plugins::catalog::{PluginCatalog, resolve_plugin_dir};
 use pulsar_connect::runtime::{self, Metrics, RunOptions};
 use tracing::{info, warn};
 
@@ -88,16 +90,15 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    if let Some(dir) = &cli.plugin_dir {
-        pulsar_connect::plugins::catalog::set_plugin_dir(dir.clone());
-    }
-    let registry = Registry::builtin();
+    // The one plugin catalog of this process: every subcommand gets it from here.
+    let plugins = Arc::new(PluginCatalog::new(resolve_plugin_dir(cli.plugin_dir)));
+    let registry = Registry::with_plugins(plugins.clone());
     match cli.command {
         Command::Version => {
             println!("pulsar-connect {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
-        Command::Plugins(command) => match pulsar_connect::cli::plugins::run(command) {
+        Command::Plugins(command) => match pulsar_connect::cli::plugins::run(command, &plugins) {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("error: {err:#}");
@@ -152,7 +153,7 @@ fn main() -> ExitCode {
             for w in &j.catalog.warnings {
                 warn!("{w}");
             }
-            let metrics = match Metrics::new() {
+            let metrics = match Metrics::new().and_then(|m| m.export_plugins(plugins.clone()).map(|()| m)) {
                 Ok(m) => m,
                 Err(e) => {
                     eprintln!("error: metrics: {e:#}");

@@ -14,7 +14,7 @@ use format_common as sdk;
 use pulsar_connect::plugins::catalog::PluginCatalog;
 use pulsar_connect::plugins::columns::from_columns;
 use pulsar_connect::plugins::schema::row_type_from_arrow;
-use pulsar_connect::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef, wit};
+use pulsar_connect::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef, model};
 
 const BATCH: usize = 1024;
 
@@ -68,7 +68,7 @@ fn avro_row(i: usize) -> Vec<u8> {
     out
 }
 
-fn host_batches(rows: &[Vec<u8>]) -> Vec<wit::MessageBatch> {
+fn host_batches(rows: &[Vec<u8>]) -> Vec<model::MessageBatch> {
     rows.chunks(BATCH)
         .map(|chunk| {
             let mut b = MessageBatchBuilder::new();
@@ -118,8 +118,8 @@ fn sdk_row_type(schema: &Schema) -> sdk::RowType {
             .iter()
             .map(|t| sdk::TypeNode {
                 data_type: match &t.data_type {
-                    wit::DataType::Bigint => sdk::DataType::Bigint,
-                    wit::DataType::Varchar(n) => sdk::DataType::Varchar(*n),
+                    model::DataType::Bigint => sdk::DataType::Bigint,
+                    model::DataType::Varchar(n) => sdk::DataType::Varchar(*n),
                     other => panic!("bench schema has no {other:?}"),
                 },
                 nullable: t.nullable,
@@ -137,15 +137,15 @@ fn sdk_row_type(schema: &Schema) -> sdk::RowType {
 }
 
 /// The SDK's columns as the host's WIT columns (same shape, different generated types).
-fn to_host(b: sdk::ColumnBatch) -> wit::ColumnBatch {
+fn to_host(b: sdk::ColumnBatch) -> model::ColumnBatch {
+    use model::ColumnData as H;
     use sdk::ColumnData as S;
-    use wit::ColumnData as H;
-    wit::ColumnBatch {
+    model::ColumnBatch {
         row_count: b.row_count,
         columns: b
             .columns
             .into_iter()
-            .map(|c| wit::Column {
+            .map(|c| model::Column {
                 validity: c.validity,
                 data: match c.data {
                     S::Bits(v) => H::Bits(v),
@@ -156,15 +156,15 @@ fn to_host(b: sdk::ColumnBatch) -> wit::ColumnBatch {
                     S::Float32(v) => H::Float32(v),
                     S::Float64(v) => H::Float64(v),
                     S::Decimal128(v) => H::Decimal128(v),
-                    S::Bytes(b) => H::Bytes(wit::ByteColumn {
+                    S::Bytes(b) => H::Bytes(model::ByteColumn {
                         data: b.data,
                         offsets: b.offsets,
                     }),
-                    S::List(l) => H::List(wit::ListColumn {
+                    S::List(l) => H::List(model::ListColumn {
                         offsets: l.offsets,
                         child: l.child,
                     }),
-                    S::Map(m) => H::Map(wit::MapColumn {
+                    S::Map(m) => H::Map(model::MapColumn {
                         offsets: m.offsets,
                         keys: m.keys,
                         values: m.values,

@@ -14,7 +14,7 @@ use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use pulsar_connect::plugins::{
-    Decoder, Encoder, HostConfig, MessageBatchBuilder, MessageRef, PluginDir, PluginHost, wit,
+    Decoder, Encoder, HostConfig, MessageBatchBuilder, MessageRef, PluginDir, PluginHost, model,
 };
 use pulsar_connect_tests::guests::install;
 
@@ -30,7 +30,7 @@ fn schema() -> SchemaRef {
     )]))
 }
 
-fn messages(n: usize) -> wit::MessageBatch {
+fn messages(n: usize) -> model::MessageBatch {
     let mut b = MessageBatchBuilder::new();
     for i in 0..n {
         let mut payload = vec![b'x'; PAYLOAD_BYTES];
@@ -44,7 +44,7 @@ fn messages(n: usize) -> wit::MessageBatch {
 }
 
 /// The same decode natively: copy the payloads into one Arrow BinaryArray.
-fn native_decode(schema: &SchemaRef, m: &wit::MessageBatch) -> RecordBatch {
+fn native_decode(schema: &SchemaRef, m: &model::MessageBatch) -> RecordBatch {
     let offsets: Vec<i32> = m.payload_offsets.iter().map(|&o| o as i32).collect();
     let array = BinaryArray::new(
         OffsetBuffer::new(ScalarBuffer::from(offsets)),

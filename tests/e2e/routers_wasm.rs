@@ -13,7 +13,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use pulsar_connect::plugins::{
     HostConfig, KeyBatchBuilder, MessageBatchBuilder, MessageRef, Phase, Plugin, PluginDir,
-    PluginHost, Router, wit,
+    PluginHost, Router, model,
 };
 use serde_json::Value;
 
@@ -86,7 +86,7 @@ fn opts(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn key_batch(keys: &[Option<&[u8]>]) -> wit::KeyBatch {
+fn key_batch(keys: &[Option<&[u8]>]) -> model::KeyBatch {
     let mut b = KeyBatchBuilder::default();
     for k in keys {
         b.push(*k);

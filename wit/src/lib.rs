@@ -24,6 +24,17 @@
 /// The version of the WIT package this crate exports.
 pub const WIT_VERSION: &str = "0.1.0";
 
+/// Prefix of a decoder's row-error reason that marks a *skip* in Flink's terms: the format drops the
+/// message itself (Flink's format returns no row and no error: an empty or null payload, a bad record
+/// under `ignore-parse-errors`). The contract needs every message to yield a row or an error, so a skip
+/// is an error the host recognises by this prefix and counts apart instead of failing the job.
+pub const SKIPPED: &str = "skipped: ";
+
+/// The reason of a skip: `reason` behind [`SKIPPED`].
+pub fn skipped(reason: impl std::fmt::Display) -> String {
+    format!("{SKIPPED}{reason}")
+}
+
 #[cfg(feature = "format")]
 pub mod format {
     //! Generated bindings of the world `pulsar-connect:plugin/format@0.1.0`.

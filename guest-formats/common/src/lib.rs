@@ -22,10 +22,8 @@ pub use pulsar_connect_plugin::format::pulsar_connect::plugin::types::{
 pub use pulsar_connect_plugin::messages::{bit, slice_at};
 pub use pulsar_connect_plugin::values::Value;
 
-/// Prefix of the reason of a row error that is a *skip* in Flink's terms (the Flink format returned no
-/// row and no error: empty/null payload, or a bad record under `ignore-parse-errors`). The contract
-/// needs every message to yield a row or an error, so skips are errors the connector may count apart.
-pub const SKIPPED: &str = "skipped: ";
+/// The SDK's skip marker of a row error's reason (see [`pulsar_connect_plugin::SKIPPED`]).
+pub use pulsar_connect_plugin::{SKIPPED, skipped};
 
 /// A configuration error.
 pub fn config_error(option: Option<&str>, message: impl Into<String>) -> ConfigError {

@@ -16,7 +16,7 @@ use format_common::temporal::{self, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
     ColumnBatch, ConfigError, DataType, DecodedBatch, EncodedBatch, MessageBatch, Payloads,
     RowError, RowType, SKIPPED, bool_option, check_known, config_error, decimal, javanum, option,
-    slice_at, type_string,
+    skipped, slice_at, type_string,
 };
 
 pub const OPTIONS: &[&str] = &[
@@ -360,7 +360,7 @@ impl Decoder {
                     Ok(true) => {}
                     Ok(false) => {
                         return Err(if ignore {
-                            format!("{SKIPPED}no CSV record")
+                            skipped("no CSV record")
                         } else {
                             "No content to map due to end-of-input".into()
                         });
@@ -409,7 +409,7 @@ impl Decoder {
                 Err(reason) => {
                     cols.rollback();
                     let reason = if ignore && !reason.starts_with(SKIPPED) {
-                        format!("{SKIPPED}{reason}")
+                        skipped(reason)
                     } else {
                         reason
                     };

@@ -18,7 +18,7 @@ use format_common::read::Reader;
 use format_common::temporal::{self, parse_date, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
     ColumnBatch, ConfigError, DataType, DecodedBatch, EncodedBatch, MessageBatch, Payloads,
-    RowError, RowType, SKIPPED, bool_option, check_known, config_error, decimal, javanum, option,
+    RowError, RowType, bool_option, check_known, config_error, decimal, javanum, option, skipped,
     slice_at, type_string, units_per_second,
 };
 
@@ -565,7 +565,7 @@ fn int_range(dt: &DataType) -> (i64, i64, &'static str) {
 
 impl Decoder {
     /// Decodes a batch: one row per message, or a row error (skips are errors whose reason starts
-    /// with [`SKIPPED`]).
+    /// with [`format_common::SKIPPED`]).
     pub fn decode(&self, batch: &MessageBatch) -> Result<DecodedBatch, String> {
         let mut cols = Cols::new(&self.rt);
         cols.reserve(batch.count as usize, batch.payloads.len() / 2);
@@ -597,11 +597,11 @@ impl Decoder {
         cols: &mut Cols,
     ) -> Result<(), String> {
         if payload.is_empty() {
-            return Err(format!("{SKIPPED}empty payload"));
+            return Err(skipped("empty payload"));
         }
         let skip = |m: String| {
             if self.opts.ignore_parse_errors {
-                format!("{SKIPPED}{m}")
+                skipped(m)
             } else {
                 m
             }

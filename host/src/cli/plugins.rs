@@ -5,34 +5,38 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use clap::Subcommand;
 
+use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::{HostConfig, PluginDir, PluginHost, read_manifests};
 
-/// The default plugin directory.
-pub const DEFAULT_PLUGIN_DIR: &str = "plugins";
+pub use crate::plugins::catalog::DEFAULT_PLUGIN_DIR;
 
 #[derive(Debug, Subcommand)]
 pub enum PluginsCommand {
     /// List the plugins of a directory: name, kind, version, world and options with their defaults.
     List {
-        /// The plugin directory.
-        #[arg(default_value = DEFAULT_PLUGIN_DIR)]
-        dir: PathBuf,
+        /// The plugin directory (default: the `--plugin-dir` one).
+        dir: Option<PathBuf>,
     },
     /// Validate every manifest and component of a directory (hash, world, imports, compilation,
     /// instantiation); exits non-zero naming each bad plugin and why.
     Check {
-        /// The plugin directory.
-        dir: PathBuf,
+        /// The plugin directory (default: the `--plugin-dir` one).
+        dir: Option<PathBuf>,
         /// Compile cache directory (default: none, compile in memory).
         #[arg(long)]
         cache_dir: Option<PathBuf>,
     },
 }
 
-pub fn run(command: PluginsCommand) -> anyhow::Result<()> {
+/// Runs a `plugins` subcommand on its directory argument, else on the directory of `catalog` (the
+/// process's `--plugin-dir`).
+pub fn run(command: PluginsCommand, catalog: &PluginCatalog) -> anyhow::Result<()> {
+    let dir = |d: Option<PathBuf>| d.unwrap_or_else(|| catalog.path().to_path_buf());
     match command {
-        PluginsCommand::List { dir } => list(&dir, &mut std::io::stdout()),
-        PluginsCommand::Check { dir, cache_dir } => check(&dir, cache_dir, &mut std::io::stdout()),
+        PluginsCommand::List { dir: d } => list(&dir(d), &mut std::io::stdout()),
+        PluginsCommand::Check { dir: d, cache_dir } => {
+            check(&dir(d), cache_dir, &mut std::io::stdout())
+        }
     }
 }
 

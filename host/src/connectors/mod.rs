@@ -219,25 +219,26 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The built-in connectors: `print`, `datagen`, `blackhole`, `pulsar` (and `pulsar-inlong`).
+    /// The built-in connectors with the plugin directory of the environment
+    /// ([`resolve_plugin_dir`](crate::plugins::catalog::resolve_plugin_dir) without a flag); `main`
+    /// uses [`Registry::with_plugins`] with the catalog of `--plugin-dir`.
     pub fn builtin() -> Self {
+        use crate::plugins::catalog::{PluginCatalog, resolve_plugin_dir};
+        Self::with_plugins(Arc::new(PluginCatalog::new(resolve_plugin_dir(None))))
+    }
+
+    /// The built-in connectors: `print`, `datagen`, `blackhole`, `pulsar` (and `pulsar-inlong`), the
+    /// Pulsar connector reading plugins from `plugins`.
+    pub fn with_plugins(plugins: Arc<crate::plugins::catalog::PluginCatalog>) -> Self {
         let mut r = Registry::default();
         r.register(Arc::new(print::PrintFactory::new()));
         r.register(Arc::new(datagen::DatagenFactory::new()));
         r.register(Arc::new(blackhole::BlackholeFactory::new()));
-        r.register(Arc::new(pulsar::PulsarFactory::new("pulsar")));
-        r.register(Arc::new(pulsar::PulsarFactory::new("pulsar-inlong")));
-        r
-    }
-
-    /// The built-in connectors with the Pulsar connector reading plugins from `plugins`.
-    pub fn with_plugins(plugins: Arc<crate::plugins::catalog::PluginCatalog>) -> Self {
-        let mut r = Self::builtin();
-        r.register(Arc::new(pulsar::PulsarFactory::with_plugins(
+        r.register(Arc::new(pulsar::PulsarFactory::new(
             "pulsar",
             plugins.clone(),
         )));
-        r.register(Arc::new(pulsar::PulsarFactory::with_plugins(
+        r.register(Arc::new(pulsar::PulsarFactory::new(
             "pulsar-inlong",
             plugins,
         )));

@@ -1,43 +1,34 @@
-//! The process's plugin directory: manifests read on demand (validation), plugins loaded once and shared.
+//! A plugin directory: manifests read on demand (validation), plugins loaded once and shared.
 //!
-//! The directory is `--plugin-dir` / `PULSAR_CONNECT_PLUGIN_DIR`, else `plugins` in the working directory.
-//! The wasm engine (and its epoch ticker thread) is only started when a job first needs a plugin.
+//! There is no process-wide catalog: `main` builds one from [`resolve_plugin_dir`] (`--plugin-dir`, else
+//! `PULSAR_CONNECT_PLUGIN_DIR`, else `plugins` in the working directory) and passes it to the connector
+//! registry and every subcommand. The wasm engine (and its epoch ticker thread) is only started when a
+//! job first needs a plugin.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context as _, anyhow};
 
-use super::{HostConfig, Kind, Manifest, Plugin, PluginDir, PluginHost};
+use super::{HostConfig, Kind, Manifest, Plugin, PluginCounters, PluginDir, PluginHost};
 
 /// Environment variable naming the plugin directory.
 pub const PLUGIN_DIR_ENV: &str = "PULSAR_CONNECT_PLUGIN_DIR";
 
-static DIR_OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
-static GLOBAL: OnceLock<Arc<PluginCatalog>> = OnceLock::new();
+/// The plugin directory when neither `--plugin-dir` nor [`PLUGIN_DIR_ENV`] names one.
+pub const DEFAULT_PLUGIN_DIR: &str = "plugins";
 
-/// Sets the plugin directory of this process (the CLI's `--plugin-dir`); first call wins.
-pub fn set_plugin_dir(dir: PathBuf) {
-    let _ = DIR_OVERRIDE.set(dir);
-}
-
-/// The plugin directory this process uses.
-pub fn plugin_dir_path() -> PathBuf {
-    if let Some(d) = DIR_OVERRIDE.get() {
-        return d.clone();
+/// The plugin directory to use: `flag` (the CLI's `--plugin-dir`), else a non-empty
+/// [`PLUGIN_DIR_ENV`], else [`DEFAULT_PLUGIN_DIR`] in the working directory.
+pub fn resolve_plugin_dir(flag: Option<PathBuf>) -> PathBuf {
+    if let Some(d) = flag {
+        return d;
     }
     match std::env::var_os(PLUGIN_DIR_ENV) {
         Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => PathBuf::from("plugins"),
+        _ => PathBuf::from(DEFAULT_PLUGIN_DIR),
     }
-}
-
-/// The process-wide catalog.
-pub fn global() -> Arc<PluginCatalog> {
-    GLOBAL
-        .get_or_init(|| Arc::new(PluginCatalog::new(plugin_dir_path())))
-        .clone()
 }
 
 /// Plugins of one directory, loaded lazily and cached by name.
@@ -100,6 +91,16 @@ impl PluginCatalog {
             ));
         }
         Ok(manifest)
+    }
+
+    /// The counters of every plugin loaded so far, by name.
+    pub fn counters(&self) -> Vec<(String, PluginCounters)> {
+        self.loaded
+            .lock()
+            .expect("plugin cache lock")
+            .iter()
+            .map(|(name, plugin)| (name.clone(), plugin.counters()))
+            .collect()
     }
 
     /// Plugin `name`, loaded (verified, compiled, pre-instantiated) on first use.

@@ -17,11 +17,11 @@ use arrow::datatypes::{
     TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
 };
 
-use super::bindings::v0_1_0::types as wit;
+use super::model;
 
 /// Converts a record batch to WIT columns: column i is field i; children follow their parents.
-pub fn to_columns(batch: &RecordBatch) -> anyhow::Result<wit::ColumnBatch> {
-    let mut columns: Vec<Option<wit::Column>> = Vec::new();
+pub fn to_columns(batch: &RecordBatch) -> anyhow::Result<model::ColumnBatch> {
+    let mut columns: Vec<Option<model::Column>> = Vec::new();
     let mut queue: VecDeque<(usize, ArrayRef)> = VecDeque::new();
     for array in batch.columns() {
         columns.push(None);
@@ -37,7 +37,7 @@ pub fn to_columns(batch: &RecordBatch) -> anyhow::Result<wit::ColumnBatch> {
         let column = to_column(&array, &mut child)?;
         columns[index] = Some(column);
     }
-    Ok(wit::ColumnBatch {
+    Ok(model::ColumnBatch {
         row_count: u32::try_from(batch.num_rows()).context("batch too large")?,
         columns: columns
             .into_iter()
@@ -73,8 +73,8 @@ fn rebase(offsets: &[i32]) -> (Vec<u32>, usize, usize) {
 fn to_column(
     array: &ArrayRef,
     child: &mut dyn FnMut(ArrayRef) -> u32,
-) -> anyhow::Result<wit::Column> {
-    use wit::ColumnData as C;
+) -> anyhow::Result<model::Column> {
+    use model::ColumnData as C;
     let data = match array.data_type() {
         DataType::Boolean => C::Bits(bits(array.as_boolean().values())),
         DataType::Int8 => C::Int8(array.as_primitive::<Int8Type>().values().to_vec()),
@@ -137,7 +137,7 @@ fn to_column(
         DataType::Utf8 => {
             let a = array.as_string::<i32>();
             let (offsets, start, end) = rebase(a.value_offsets());
-            C::Bytes(wit::ByteColumn {
+            C::Bytes(model::ByteColumn {
                 data: a.value_data()[start..end].to_vec(),
                 offsets,
             })
@@ -145,7 +145,7 @@ fn to_column(
         DataType::Binary => {
             let a = array.as_binary::<i32>();
             let (offsets, start, end) = rebase(a.value_offsets());
-            C::Bytes(wit::ByteColumn {
+            C::Bytes(model::ByteColumn {
                 data: a.value_data()[start..end].to_vec(),
                 offsets,
             })
@@ -153,7 +153,7 @@ fn to_column(
         DataType::List(_) => {
             let a = array.as_list::<i32>();
             let (offsets, start, end) = rebase(a.value_offsets());
-            C::List(wit::ListColumn {
+            C::List(model::ListColumn {
                 offsets,
                 child: child(a.values().slice(start, end - start)),
             })
@@ -163,7 +163,7 @@ fn to_column(
             let (offsets, start, end) = rebase(a.value_offsets());
             let keys = child(a.keys().slice(start, end - start));
             let values = child(a.values().slice(start, end - start));
-            C::Map(wit::MapColumn {
+            C::Map(model::MapColumn {
                 offsets,
                 keys,
                 values,
@@ -175,7 +175,7 @@ fn to_column(
         }
         other => bail!("Arrow type {other} cannot cross the plugin boundary"),
     };
-    Ok(wit::Column {
+    Ok(model::Column {
         validity: validity(array.as_ref()),
         data,
     })
@@ -183,7 +183,7 @@ fn to_column(
 
 /// Converts untrusted WIT columns into a record batch of `schema`, checking every length, offset,
 /// index and type on the way.
-pub fn from_columns(batch: wit::ColumnBatch, schema: &SchemaRef) -> anyhow::Result<RecordBatch> {
+pub fn from_columns(batch: model::ColumnBatch, schema: &SchemaRef) -> anyhow::Result<RecordBatch> {
     let rows = batch.row_count as usize;
     let fields = schema.fields();
     ensure!(
@@ -192,7 +192,7 @@ pub fn from_columns(batch: wit::ColumnBatch, schema: &SchemaRef) -> anyhow::Resu
         batch.columns.len(),
         fields.len()
     );
-    let mut columns: Vec<Option<wit::Column>> = batch.columns.into_iter().map(Some).collect();
+    let mut columns: Vec<Option<model::Column>> = batch.columns.into_iter().map(Some).collect();
     let mut arrays = Vec::with_capacity(fields.len());
     for (i, field) in fields.iter().enumerate() {
         let array = build(&mut columns, i, field, rows)
@@ -274,7 +274,7 @@ fn timestamp<T: ArrowTimestampType>(
 /// Builds the array of column `index` for `field`. Children of a ROW may hold
 /// nulls under a null parent row even when NOT NULL (Arrow checks they are masked).
 fn build(
-    columns: &mut [Option<wit::Column>],
+    columns: &mut [Option<model::Column>],
     index: usize,
     field: &Field,
     len: usize,
@@ -283,13 +283,13 @@ fn build(
 }
 
 fn build_checked(
-    columns: &mut [Option<wit::Column>],
+    columns: &mut [Option<model::Column>],
     index: usize,
     field: &Field,
     len: usize,
     check_nulls: bool,
 ) -> anyhow::Result<ArrayRef> {
-    use wit::ColumnData as C;
+    use model::ColumnData as C;
     let slot = columns
         .get_mut(index)
         .ok_or_else(|| anyhow!("column {index} does not exist"))?;
@@ -440,8 +440,8 @@ fn child_index(child: u32, parent: usize) -> anyhow::Result<usize> {
     Ok(child)
 }
 
-fn column_kind(data: &wit::ColumnData) -> &'static str {
-    use wit::ColumnData as C;
+fn column_kind(data: &model::ColumnData) -> &'static str {
+    use model::ColumnData as C;
     match data {
         C::Bits(_) => "bits",
         C::Int8(_) => "int8",

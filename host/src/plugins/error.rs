@@ -54,6 +54,8 @@ pub struct PluginError {
     pub plugin: String,
     pub phase: Phase,
     pub failure: Failure,
+    /// The plugin's name of the option a factory refused, when it named one.
+    option: Option<String>,
     source: anyhow::Error,
 }
 
@@ -63,6 +65,7 @@ impl PluginError {
             plugin: plugin.into(),
             phase,
             failure: Failure::Other,
+            option: None,
             source: source.into(),
         }
     }
@@ -76,8 +79,21 @@ impl PluginError {
             plugin: plugin.into(),
             phase: Phase::Call,
             failure,
+            option: None,
             source: source.into(),
         }
+    }
+
+    /// The error with the option a factory refused (see [`PluginError::option`]).
+    pub fn with_option(mut self, option: Option<String>) -> Self {
+        self.option = option;
+        self
+    }
+
+    /// The plugin's name of the option a factory refused (`charset`, without the table's format
+    /// prefix), when the plugin named one.
+    pub fn option(&self) -> Option<&str> {
+        self.option.as_deref()
     }
 
     /// The underlying error (with its context chain).

@@ -1,27 +1,20 @@
 //! Format plugins: configured decoders (messages → Arrow) and encoders (Arrow → payloads).
 
-use std::sync::Arc;
-
 use anyhow::{anyhow, ensure};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::bindings::v0_1_0::format::Format;
-use super::bindings::v0_1_0::types as wit;
+use super::bindings::FormatInstance;
 use super::columns::{from_columns, to_columns};
 use super::error::{Failure, Phase, PluginError, Result};
+use super::instance::{Configure, Instance};
 use super::loader::{Plugin, PluginShared, Pre};
 use super::manifest::Kind;
-use super::sandbox::Sandbox;
+use super::model::{ConfigError, MessageBatch, RowError, RowType};
 use super::schema::row_type_from_arrow;
-
-/// A message (or row) the plugin could not handle; the rest of the batch is fine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RowError {
-    pub index: u32,
-    pub reason: String,
-}
+use super::state::PluginState;
 
 /// The rows decoded from a message batch. `batch` holds one row per message not in `errors`, in
 /// message order.
@@ -78,142 +71,79 @@ enum Role {
     Encoder,
 }
 
-impl Role {
-    fn factory(self) -> &'static str {
-        match self {
+/// What a decoder or encoder instance is made from (again, after a trap).
+struct FormatConfig {
+    role: Role,
+    options: Vec<(String, String)>,
+    row_type: RowType,
+    schema: SchemaRef,
+}
+
+impl Configure for FormatConfig {
+    type Exports = Box<dyn FormatInstance>;
+
+    fn factory(&self) -> &'static str {
+        match self.role {
             Role::Decoder => "create-decoder",
             Role::Encoder => "create-encoder",
         }
     }
-}
 
-/// A configured instance of a format: its own store, the resource the factory made, and what it
-/// takes to make them again after a trap.
-struct Configured {
-    shared: Arc<PluginShared>,
-    role: Role,
-    options: Vec<(String, String)>,
-    row_type: wit::RowType,
-    schema: SchemaRef,
-    live: Option<(Sandbox<Format>, ResourceAny)>,
-    batches: u64,
-}
-
-impl Configured {
-    fn new(
-        plugin: &Plugin,
-        role: Role,
-        options: &[(String, String)],
-        schema: SchemaRef,
-    ) -> Result<Configured> {
-        let shared = plugin.shared.clone();
-        if shared.manifest.kind != Kind::Format {
-            return Err(PluginError::new(
-                &*shared.name,
-                Phase::Configure,
-                anyhow!("is a {} plugin, not a format", shared.manifest.kind),
-            ));
-        }
-        let options = plugin.resolve_options(options)?;
-        let row_type = row_type_from_arrow(&schema)
-            .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, e))?;
-        let mut configured = Configured {
-            shared,
-            role,
-            options,
-            row_type,
-            schema,
-            live: None,
-            batches: 0,
-        };
-        configured.start()?;
-        Ok(configured)
-    }
-
-    /// Instantiates from the pre-linked component and runs the factory.
-    fn start(&mut self) -> Result<()> {
-        let shared = self.shared.clone();
+    fn instantiate(
+        &self,
+        shared: &PluginShared,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Self::Exports> {
         let Pre::Format(pre) = &shared.pre else {
-            unreachable!("checked in Configured::new")
+            unreachable!("checked in configure")
         };
-        let mut sandbox = Sandbox::new(&shared, |store| pre.instantiate(store))?;
-        let factory = self.role.factory();
-        let (options, row_type, role) = (&self.options, &self.row_type, self.role);
-        let called = sandbox.call(&shared, factory, |store, bindings: &Format| {
-            let codec = bindings.pulsar_connect_plugin_codec();
-            match role {
-                Role::Decoder => codec.call_create_decoder(store, options, row_type),
-                Role::Encoder => codec.call_create_encoder(store, options, row_type),
-            }
-        });
-        let called = called
-            .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, anyhow!("{e}")))?;
-        shared
-            .metrics
-            .record_call(called.started.elapsed(), 0, 0, 0, 0);
-        let resource = called.value.map_err(|e| {
-            let option = e
-                .option
-                .map(|o| format!("option `{o}`: "))
-                .unwrap_or_default();
-            PluginError::new(
-                &*shared.name,
-                Phase::Configure,
-                anyhow!("{factory} refused: {option}{}", e.message),
-            )
-        })?;
-        self.live = Some((sandbox, resource));
-        Ok(())
+        pre.instantiate(store)
     }
 
-    /// Runs one batch call; after a trap the instance is replaced (factory re-run) before returning
-    /// the error.
-    fn run<R>(
-        &mut self,
-        call: &str,
-        f: impl FnOnce(
-            &mut wasmtime::Store<super::state::PluginState>,
-            &Format,
-            ResourceAny,
-        ) -> wasmtime::Result<R>,
-    ) -> Result<(R, std::time::Instant)> {
-        self.batches += 1;
-        let batch = self.batches;
-        if self.live.is_none() {
-            self.start()?;
-        }
-        let shared = self.shared.clone();
-        let Some((sandbox, resource)) = self.live.as_mut() else {
-            unreachable!("started above")
-        };
-        let resource = *resource;
-        match sandbox.call(&shared, &format!("{call} (batch {batch})"), |store, b| {
-            f(store, b, resource)
-        }) {
-            Ok(called) => Ok((called.value, called.started)),
-            Err(mut err) => {
-                // The store is poisoned: drop it, start a fresh instance with the same configuration.
-                self.live = None;
-                let restart = match self.start() {
-                    Ok(()) => "; a fresh instance replaced it".to_owned(),
-                    Err(e) => format!("; replacing the instance failed too: {e}"),
-                };
-                err = PluginError::call(
-                    &*shared.name,
-                    err.failure,
-                    anyhow!("{:#}{restart}", err.inner()),
-                );
-                Err(err)
-            }
+    fn create(
+        &self,
+        store: &mut Store<PluginState>,
+        exports: &Self::Exports,
+    ) -> wasmtime::Result<std::result::Result<ResourceAny, ConfigError>> {
+        match self.role {
+            Role::Decoder => exports.create_decoder(store, &self.options, &self.row_type),
+            Role::Encoder => exports.create_encoder(store, &self.options, &self.row_type),
         }
     }
+}
+
+/// Checks the plugin is a format and the options fit its manifest, then starts the instance.
+fn configure(
+    plugin: &Plugin,
+    role: Role,
+    options: &[(String, String)],
+    schema: SchemaRef,
+) -> Result<Instance<FormatConfig>> {
+    let shared = plugin.shared.clone();
+    if shared.manifest.kind != Kind::Format {
+        return Err(PluginError::new(
+            &*shared.name,
+            Phase::Configure,
+            anyhow!("is a {} plugin, not a format", shared.manifest.kind),
+        ));
+    }
+    let options = plugin.resolve_options(options)?;
+    let row_type = row_type_from_arrow(&schema)
+        .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, e))?;
+    let config = FormatConfig {
+        role,
+        options,
+        row_type,
+        schema,
+    };
+    Instance::start(shared, config)
 }
 
 fn rejected(shared: &PluginShared, what: String) -> PluginError {
     PluginError::call(&*shared.name, Failure::Rejected, anyhow!(what))
 }
 
-fn check_errors(errors: &[wit::RowError], count: u32) -> anyhow::Result<Vec<RowError>> {
+fn check_errors(errors: &[RowError], count: u32) -> anyhow::Result<()> {
     let mut last = None;
     for e in errors {
         ensure!(
@@ -227,18 +157,12 @@ fn check_errors(errors: &[wit::RowError], count: u32) -> anyhow::Result<Vec<RowE
         );
         last = Some(e.index);
     }
-    Ok(errors
-        .iter()
-        .map(|e| RowError {
-            index: e.index,
-            reason: e.reason.clone(),
-        })
-        .collect())
+    Ok(())
 }
 
 /// A configured decoder: messages in, Arrow rows out.
 pub struct Decoder {
-    inner: Configured,
+    inner: Instance<FormatConfig>,
 }
 
 impl Decoder {
@@ -249,37 +173,38 @@ impl Decoder {
         schema: SchemaRef,
     ) -> Result<Decoder> {
         Ok(Decoder {
-            inner: Configured::new(plugin, Role::Decoder, options, schema)?,
+            inner: configure(plugin, Role::Decoder, options, schema)?,
         })
     }
 
     pub fn schema(&self) -> &SchemaRef {
-        &self.inner.schema
+        &self.inner.config().schema
     }
 
     /// Decodes one message batch.
-    pub fn decode(&mut self, messages: &wit::MessageBatch) -> Result<Decoded> {
+    pub fn decode(&mut self, messages: &MessageBatch) -> Result<Decoded> {
         let count = messages.count;
         let bytes_in = (messages.payloads.len() + messages.keys.data.len()) as u64;
-        let (result, started) = self.inner.run("decode-batch", |store, b, r| {
-            b.pulsar_connect_plugin_codec()
-                .decoder()
-                .call_decode_batch(store, r, messages)
-        })?;
-        let shared = &self.inner.shared;
-        let batch_no = self.inner.batches;
-        let decoded = result.map_err(|e| {
+        let batch_no = self.inner.next_batch();
+        let called = self.inner.call(
+            &format!("decode-batch (batch {batch_no})"),
+            |store, b, r| b.decode_batch(store, r, messages),
+        )?;
+        let started = called.started;
+        let shared = self.inner.shared();
+        let decoded = called.value.map_err(|e| {
             rejected(
                 shared,
                 format!("decode-batch (batch {batch_no}) failed: {e}"),
             )
         })?;
-        let errors = check_errors(&decoded.errors, count).map_err(|e| {
+        check_errors(&decoded.errors, count).map_err(|e| {
             rejected(
                 shared,
                 format!("decode-batch (batch {batch_no}) returned bad row errors: {e:#}"),
             )
         })?;
+        let errors = decoded.errors;
         if decoded.rows.row_count as usize + errors.len() != count as usize {
             return Err(rejected(
                 shared,
@@ -290,7 +215,7 @@ impl Decoder {
                 ),
             ));
         }
-        let batch = from_columns(decoded.rows, &self.inner.schema).map_err(|e| {
+        let batch = from_columns(decoded.rows, &self.inner.config().schema).map_err(|e| {
             rejected(
                 shared,
                 format!("decode-batch (batch {batch_no}) returned invalid columns: {e:#}"),
@@ -309,7 +234,7 @@ impl Decoder {
 
 /// A configured encoder: Arrow rows in, payloads out.
 pub struct Encoder {
-    inner: Configured,
+    inner: Instance<FormatConfig>,
 }
 
 impl Encoder {
@@ -320,14 +245,14 @@ impl Encoder {
         schema: SchemaRef,
     ) -> Result<Encoder> {
         Ok(Encoder {
-            inner: Configured::new(plugin, Role::Encoder, options, schema)?,
+            inner: configure(plugin, Role::Encoder, options, schema)?,
         })
     }
 
     /// Encodes one row batch (its schema must be the encoder's).
     pub fn encode(&mut self, batch: &RecordBatch) -> Result<Encoded> {
-        let shared = self.inner.shared.clone();
-        if batch.schema().fields() != self.inner.schema.fields() {
+        let shared = self.inner.shared().clone();
+        if batch.schema().fields() != self.inner.config().schema.fields() {
             return Err(PluginError::call(
                 &*shared.name,
                 Failure::Other,
@@ -337,19 +262,19 @@ impl Encoder {
         let columns =
             to_columns(batch).map_err(|e| PluginError::call(&*shared.name, Failure::Other, e))?;
         let rows = batch.num_rows();
-        let (result, started) = self.inner.run("encode-batch", |store, b, r| {
-            b.pulsar_connect_plugin_codec()
-                .encoder()
-                .call_encode_batch(store, r, &columns)
-        })?;
-        let batch_no = self.inner.batches;
-        let encoded = result.map_err(|e| {
+        let batch_no = self.inner.next_batch();
+        let called = self.inner.call(
+            &format!("encode-batch (batch {batch_no})"),
+            |store, b, r| b.encode_batch(store, r, columns),
+        )?;
+        let started = called.started;
+        let encoded = called.value.map_err(|e| {
             rejected(
                 &shared,
                 format!("encode-batch (batch {batch_no}) failed: {e}"),
             )
         })?;
-        let errors = check_errors(&encoded.errors, rows as u32).map_err(|e| {
+        check_errors(&encoded.errors, rows as u32).map_err(|e| {
             rejected(
                 &shared,
                 format!("encode-batch (batch {batch_no}) returned bad row errors: {e:#}"),
@@ -374,12 +299,12 @@ impl Encoder {
             rows as u64,
             0,
             encoded.payloads.len() as u64,
-            errors.len() as u64,
+            encoded.errors.len() as u64,
         );
         Ok(Encoded {
             payloads: encoded.payloads,
             offsets: encoded.offsets,
-            errors,
+            errors: encoded.errors,
         })
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 
-use super::bindings::v0_1_0::{format, router};
+use super::bindings::{self, FormatComponent, RouterComponent};
 use super::cache::CompileCache;
 use super::directory::{PluginDir, PluginSource};
 use super::engine::{DEFAULT_EPOCH_TICK, build_engine, start_epoch_ticker};
@@ -57,8 +57,7 @@ impl PluginHost {
         // Toolchains import WASI even when a plugin never uses it: link it, grant nothing.
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| anyhow!("linking WASI: {e:#}"))?;
-        format::pulsar_connect::plugin::log::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(|e| anyhow!("linking the log import: {e:#}"))?;
+        bindings::add_to_linker(&mut linker)?;
         let cache = CompileCache::open(config.cache_dir.as_deref())?;
         Ok(PluginHost {
             engine,
@@ -109,10 +108,10 @@ impl PluginHost {
         })?;
         let pre = match world.kind {
             Kind::Format => Pre::Format(
-                format::FormatPre::new(instance_pre).map_err(|e| verify(anyhow!("{e:#}")))?,
+                bindings::format_component(&world.version, instance_pre).map_err(verify)?,
             ),
             Kind::Router => Pre::Router(
-                router::RouterPre::new(instance_pre).map_err(|e| verify(anyhow!("{e:#}")))?,
+                bindings::router_component(&world.version, instance_pre).map_err(verify)?,
             ),
         };
         let plugin_name: Arc<str> = Arc::from(name.as_str());
@@ -164,9 +163,10 @@ fn check_world(engine: &Engine, component: &Component, world: &WorldRef) -> anyh
     .context("wrong world")
 }
 
+/// The pre-instantiated component, behind the bindings of the WIT version it implements.
 pub(crate) enum Pre {
-    Format(format::FormatPre<PluginState>),
-    Router(router::RouterPre<PluginState>),
+    Format(Box<dyn FormatComponent>),
+    Router(Box<dyn RouterComponent>),
 }
 
 /// What every instance of a plugin shares.

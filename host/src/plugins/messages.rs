@@ -1,8 +1,8 @@
 //! Building the flattened message and key batches the plugins receive.
 
-use super::bindings::v0_1_0::types as wit;
+use super::model;
 
-/// Collects messages into one [`wit::MessageBatch`]: one payload buffer plus offsets, keys likewise.
+/// Collects messages into one [`model::MessageBatch`]: one payload buffer plus offsets, keys likewise.
 #[derive(Debug, Default)]
 pub struct MessageBatchBuilder {
     count: u32,
@@ -53,8 +53,8 @@ impl MessageBatchBuilder {
     }
 
     /// Builds the batch; properties are only included when `with_properties`.
-    pub fn finish(self, with_properties: bool) -> wit::MessageBatch {
-        wit::MessageBatch {
+    pub fn finish(self, with_properties: bool) -> model::MessageBatch {
+        model::MessageBatch {
             count: self.count,
             payloads: self.payloads,
             payload_offsets: self.payload_offsets,
@@ -65,7 +65,7 @@ impl MessageBatchBuilder {
     }
 }
 
-/// Collects message keys into one [`wit::KeyBatch`].
+/// Collects message keys into one [`model::KeyBatch`].
 #[derive(Debug, Default)]
 pub struct KeyBatchBuilder {
     count: u32,
@@ -95,11 +95,11 @@ impl KeyBatchBuilder {
         self.count += 1;
     }
 
-    pub fn finish(mut self) -> wit::KeyBatch {
+    pub fn finish(mut self) -> model::KeyBatch {
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
-        wit::KeyBatch {
+        model::KeyBatch {
             count: self.count,
             data: self.data,
             offsets: self.offsets,
@@ -108,7 +108,7 @@ impl KeyBatchBuilder {
     }
 }
 
-/// Collects message properties into one [`wit::PropertyBatch`].
+/// Collects message properties into one [`model::PropertyBatch`].
 #[derive(Debug, Default)]
 pub struct PropertyBatchBuilder {
     message_offsets: Vec<u32>,
@@ -135,13 +135,13 @@ impl PropertyBatchBuilder {
             .push(self.name_offsets.len() as u32 - 1);
     }
 
-    pub fn finish(mut self) -> wit::PropertyBatch {
+    pub fn finish(mut self) -> model::PropertyBatch {
         if self.message_offsets.is_empty() {
             self.message_offsets.push(0);
             self.name_offsets.push(0);
             self.value_offsets.push(0);
         }
-        wit::PropertyBatch {
+        model::PropertyBatch {
             message_offsets: self.message_offsets,
             names: self.names,
             name_offsets: self.name_offsets,

@@ -3,9 +3,14 @@
 //! - [`directory`]: the plugin directory, read through `cap-std` handles; hash and precompiled checks.
 //! - [`manifest`]: `plugin.toml` (options, limits, world).
 //! - [`engine`], [`cache`], [`loader`]: one engine with an epoch ticker, the compile cache, loading.
-//! - [`state`], [`sandbox`]: the per-instance store (empty WASI, limits, logs) and trap handling.
+//! - [`catalog`]: the plugins of one directory, built once by `main` and passed down.
+//! - [`model`]: the host's plugin data model; [`bindings`]: one module per WIT version converting
+//!   its generated types into it (the version seam).
+//! - [`state`], [`sandbox`]: the per-instance store (empty WASI, limits, logs) and trap handling;
+//!   [`instance`]: the one instantiate / factory / call / trap → re-instantiate lifecycle.
 //! - [`format`], [`router`]: the typed facades the connectors use.
-//! - [`schema`], [`columns`], [`messages`]: Arrow ⇄ WIT conversion and batch builders.
+//! - [`schema`], [`columns`], [`messages`]: Arrow ⇄ model conversion and batch builders.
+//! - [`metrics`]: per-plugin counters, exported by the runtime's metrics registry.
 
 pub mod bindings;
 pub mod cache;
@@ -15,21 +20,23 @@ pub mod directory;
 pub mod engine;
 pub mod error;
 pub mod format;
+pub mod instance;
 pub mod loader;
 pub mod manifest;
 pub mod messages;
 pub mod metrics;
+pub mod model;
 pub mod router;
 pub mod sandbox;
 pub mod schema;
 pub mod state;
 
-pub use bindings::v0_1_0::types as wit;
 pub use directory::PluginDir;
 pub use error::{Failure, Phase, PluginError};
-pub use format::{Decoded, Decoder, Encoded, Encoder, RowError};
+pub use format::{Decoded, Decoder, Encoded, Encoder};
 pub use loader::{HostConfig, Plugin, PluginHost, read_manifests};
 pub use manifest::{Kind, Manifest, PulsarSchema};
 pub use messages::{KeyBatchBuilder, MessageBatchBuilder, MessageRef};
 pub use metrics::PluginCounters;
+pub use model::{ConfigError, RowError};
 pub use router::Router;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow, bail};
 use arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
 
-use super::bindings::v0_1_0::types as wit;
+use super::model;
 
 /// Field metadata key holding the exact SQL type of a CHAR/VARCHAR/BINARY/VARBINARY/TIME/TIMESTAMP field.
 pub const SQL_TYPE_KEY: &str = "pulsar-connect.sql-type";
@@ -37,19 +37,19 @@ fn unit_precision(unit: TimeUnit) -> u8 {
 }
 
 /// Converts an Arrow schema to a WIT row type.
-pub fn row_type_from_arrow(schema: &Schema) -> anyhow::Result<wit::RowType> {
+pub fn row_type_from_arrow(schema: &Schema) -> anyhow::Result<model::RowType> {
     let mut types = Vec::new();
     // Reserve the top-level type slots first, then fill them; children are appended after their parent.
     let mut fields = Vec::new();
     for field in schema.fields() {
         let index =
             push_type(&mut types, field).with_context(|| format!("field `{}`", field.name()))?;
-        fields.push(wit::Field {
+        fields.push(model::Field {
             name: field.name().clone(),
             type_index: index,
         });
     }
-    Ok(wit::RowType { types, fields })
+    Ok(model::RowType { types, fields })
 }
 
 fn sql_type_param(field: &Field, expected: &[&str]) -> anyhow::Result<Option<(String, u32)>> {
@@ -74,57 +74,57 @@ fn sql_type_param(field: &Field, expected: &[&str]) -> anyhow::Result<Option<(St
     Ok(Some((name, param)))
 }
 
-fn push_type(types: &mut Vec<wit::TypeNode>, field: &Field) -> anyhow::Result<u32> {
+fn push_type(types: &mut Vec<model::TypeNode>, field: &Field) -> anyhow::Result<u32> {
     let index = types.len() as u32;
-    types.push(wit::TypeNode {
-        data_type: wit::DataType::Boolean,
+    types.push(model::TypeNode {
+        data_type: model::DataType::Boolean,
         nullable: field.is_nullable(),
     });
     let data_type = match field.data_type() {
-        DataType::Boolean => wit::DataType::Boolean,
-        DataType::Int8 => wit::DataType::Tinyint,
-        DataType::Int16 => wit::DataType::Smallint,
-        DataType::Int32 => wit::DataType::Int,
-        DataType::Int64 => wit::DataType::Bigint,
-        DataType::Float32 => wit::DataType::Float,
-        DataType::Float64 => wit::DataType::Double,
+        DataType::Boolean => model::DataType::Boolean,
+        DataType::Int8 => model::DataType::Tinyint,
+        DataType::Int16 => model::DataType::Smallint,
+        DataType::Int32 => model::DataType::Int,
+        DataType::Int64 => model::DataType::Bigint,
+        DataType::Float32 => model::DataType::Float,
+        DataType::Float64 => model::DataType::Double,
         DataType::Decimal128(p, s) => {
             if *s < 0 || *s as u8 > *p {
                 bail!("DECIMAL({p}, {s}) has a scale outside 0..=precision");
             }
-            wit::DataType::Decimal(wit::DecimalType {
+            model::DataType::Decimal(model::DecimalType {
                 precision: *p,
                 scale: *s as u8,
             })
         }
         DataType::Utf8 => match sql_type_param(field, &["CHAR", "VARCHAR"])? {
-            Some((name, n)) if name == "CHAR" => wit::DataType::Char(n),
-            Some((_, n)) => wit::DataType::Varchar(n),
-            None => wit::DataType::Varchar(MAX_LENGTH),
+            Some((name, n)) if name == "CHAR" => model::DataType::Char(n),
+            Some((_, n)) => model::DataType::Varchar(n),
+            None => model::DataType::Varchar(MAX_LENGTH),
         },
         DataType::Binary => match sql_type_param(field, &["BINARY", "VARBINARY"])? {
-            Some((name, n)) if name == "BINARY" => wit::DataType::Binary(n),
-            Some((_, n)) => wit::DataType::Varbinary(n),
-            None => wit::DataType::Varbinary(MAX_LENGTH),
+            Some((name, n)) if name == "BINARY" => model::DataType::Binary(n),
+            Some((_, n)) => model::DataType::Varbinary(n),
+            None => model::DataType::Varbinary(MAX_LENGTH),
         },
-        DataType::Date32 => wit::DataType::Date,
+        DataType::Date32 => model::DataType::Date,
         DataType::Time32(unit) | DataType::Time64(unit) => {
             let precision = precision_in_unit(field, *unit, &["TIME"])?;
             let expected32 = precision <= 3;
             if expected32 != matches!(field.data_type(), DataType::Time32(_)) {
                 bail!("TIME({precision}) must be Time32 for precision <= 3 and Time64 above");
             }
-            wit::DataType::Time(precision)
+            model::DataType::Time(precision)
         }
         DataType::Timestamp(unit, tz) => {
             let precision = precision_in_unit(field, *unit, &["TIMESTAMP", "TIMESTAMP_LTZ"])?;
             if tz.is_some() {
-                wit::DataType::TimestampLtz(precision)
+                model::DataType::TimestampLtz(precision)
             } else {
-                wit::DataType::Timestamp(precision)
+                model::DataType::Timestamp(precision)
             }
         }
-        DataType::List(item) => wit::DataType::Array(push_type(types, item)?),
+        DataType::List(item) => model::DataType::Array(push_type(types, item)?),
         DataType::Map(entries, _) => {
             let DataType::Struct(kv) = entries.data_type() else {
                 bail!("MAP entries must be a struct")
@@ -134,17 +134,17 @@ fn push_type(types: &mut Vec<wit::TypeNode>, field: &Field) -> anyhow::Result<u3
             };
             let key = push_type(types, k)?;
             let value = push_type(types, v)?;
-            wit::DataType::Map(wit::MapType { key, value })
+            model::DataType::Map(model::MapType { key, value })
         }
         DataType::Struct(children) => {
             let mut fields = Vec::new();
             for child in children {
-                fields.push(wit::Field {
+                fields.push(model::Field {
                     name: child.name().clone(),
                     type_index: push_type(types, child)?,
                 });
             }
-            wit::DataType::Row(fields)
+            model::DataType::Row(fields)
         }
         other => bail!("Arrow type {other} has no Flink SQL equivalent here"),
     };
@@ -167,7 +167,7 @@ fn precision_in_unit(field: &Field, unit: TimeUnit, names: &[&str]) -> anyhow::R
 }
 
 /// Converts a WIT row type to an Arrow schema (field metadata keeps the exact SQL types).
-pub fn arrow_schema(row_type: &wit::RowType) -> anyhow::Result<Schema> {
+pub fn arrow_schema(row_type: &model::RowType) -> anyhow::Result<Schema> {
     check_row_type(row_type)?;
     let fields = row_type
         .fields
@@ -178,16 +178,16 @@ pub fn arrow_schema(row_type: &wit::RowType) -> anyhow::Result<Schema> {
 }
 
 /// Nested types must refer to later entries only (no cycles) and indexes must be in range.
-pub fn check_row_type(row_type: &wit::RowType) -> anyhow::Result<()> {
+pub fn check_row_type(row_type: &model::RowType) -> anyhow::Result<()> {
     let n = row_type.types.len() as u32;
     if let Some(f) = row_type.fields.iter().find(|f| f.type_index >= n) {
         bail!("field `{}` refers to type {} of {n}", f.name, f.type_index);
     }
     for (i, node) in row_type.types.iter().enumerate() {
         let children: Vec<u32> = match &node.data_type {
-            wit::DataType::Array(e) => vec![*e],
-            wit::DataType::Map(m) => vec![m.key, m.value],
-            wit::DataType::Row(fields) => fields.iter().map(|f| f.type_index).collect(),
+            model::DataType::Array(e) => vec![*e],
+            model::DataType::Map(m) => vec![m.key, m.value],
+            model::DataType::Row(fields) => fields.iter().map(|f| f.type_index).collect(),
             _ => Vec::new(),
         };
         if let Some(c) = children.iter().find(|&&c| c <= i as u32 || c >= n) {
@@ -197,41 +197,41 @@ pub fn check_row_type(row_type: &wit::RowType) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn arrow_field(row_type: &wit::RowType, name: &str, index: u32) -> anyhow::Result<Field> {
+fn arrow_field(row_type: &model::RowType, name: &str, index: u32) -> anyhow::Result<Field> {
     let node = &row_type.types[index as usize];
     let mut sql_type = None;
     let data_type = match &node.data_type {
-        wit::DataType::Boolean => DataType::Boolean,
-        wit::DataType::Tinyint => DataType::Int8,
-        wit::DataType::Smallint => DataType::Int16,
-        wit::DataType::Int => DataType::Int32,
-        wit::DataType::Bigint => DataType::Int64,
-        wit::DataType::Float => DataType::Float32,
-        wit::DataType::Double => DataType::Float64,
-        wit::DataType::Decimal(d) => {
+        model::DataType::Boolean => DataType::Boolean,
+        model::DataType::Tinyint => DataType::Int8,
+        model::DataType::Smallint => DataType::Int16,
+        model::DataType::Int => DataType::Int32,
+        model::DataType::Bigint => DataType::Int64,
+        model::DataType::Float => DataType::Float32,
+        model::DataType::Double => DataType::Float64,
+        model::DataType::Decimal(d) => {
             if d.precision == 0 || d.precision > 38 || d.scale > d.precision {
                 bail!("DECIMAL({}, {}) is out of range", d.precision, d.scale);
             }
             DataType::Decimal128(d.precision, d.scale as i8)
         }
-        wit::DataType::Char(n) => {
+        model::DataType::Char(n) => {
             sql_type = Some(format!("CHAR({n})"));
             DataType::Utf8
         }
-        wit::DataType::Varchar(n) => {
+        model::DataType::Varchar(n) => {
             sql_type = (*n != MAX_LENGTH).then(|| format!("VARCHAR({n})"));
             DataType::Utf8
         }
-        wit::DataType::Binary(n) => {
+        model::DataType::Binary(n) => {
             sql_type = Some(format!("BINARY({n})"));
             DataType::Binary
         }
-        wit::DataType::Varbinary(n) => {
+        model::DataType::Varbinary(n) => {
             sql_type = (*n != MAX_LENGTH).then(|| format!("VARBINARY({n})"));
             DataType::Binary
         }
-        wit::DataType::Date => DataType::Date32,
-        wit::DataType::Time(p) => {
+        model::DataType::Date => DataType::Date32,
+        model::DataType::Time(p) => {
             check_precision(*p)?;
             sql_type = (unit_precision(time_unit(*p)) != *p).then(|| format!("TIME({p})"));
             if *p <= 3 {
@@ -240,18 +240,18 @@ fn arrow_field(row_type: &wit::RowType, name: &str, index: u32) -> anyhow::Resul
                 DataType::Time64(time_unit(*p))
             }
         }
-        wit::DataType::Timestamp(p) => {
+        model::DataType::Timestamp(p) => {
             check_precision(*p)?;
             sql_type = (unit_precision(time_unit(*p)) != *p).then(|| format!("TIMESTAMP({p})"));
             DataType::Timestamp(time_unit(*p), None)
         }
-        wit::DataType::TimestampLtz(p) => {
+        model::DataType::TimestampLtz(p) => {
             check_precision(*p)?;
             sql_type = (unit_precision(time_unit(*p)) != *p).then(|| format!("TIMESTAMP_LTZ({p})"));
             DataType::Timestamp(time_unit(*p), Some(Arc::from("UTC")))
         }
-        wit::DataType::Array(e) => DataType::List(Arc::new(arrow_field(row_type, "item", *e)?)),
-        wit::DataType::Map(m) => {
+        model::DataType::Array(e) => DataType::List(Arc::new(arrow_field(row_type, "item", *e)?)),
+        model::DataType::Map(m) => {
             let key = arrow_field(row_type, "key", m.key)?;
             if key.is_nullable() {
                 bail!("MAP keys must be NOT NULL in Arrow");
@@ -264,7 +264,7 @@ fn arrow_field(row_type: &wit::RowType, name: &str, index: u32) -> anyhow::Resul
             );
             DataType::Map(Arc::new(entries), false)
         }
-        wit::DataType::Row(fields) => DataType::Struct(Fields::from(
+        model::DataType::Row(fields) => DataType::Struct(Fields::from(
             fields
                 .iter()
                 .map(|f| arrow_field(row_type, &f.name, f.type_index))

@@ -14,7 +14,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::bindings::v0_1_0::log;
+use super::model::LogLevel;
 
 /// Lines per second a plugin may log (stdout, stderr and `log` together) before lines are dropped.
 const LOG_LINES_PER_SECOND: f64 = 20.0;
@@ -68,7 +68,7 @@ impl LogSink {
         Some(std::mem::take(&mut s.dropped))
     }
 
-    fn emit(&self, stream: &str, level: log::Level, line: &str, fields: &str) {
+    fn emit(&self, stream: &str, level: LogLevel, line: &str, fields: &str) {
         let plugin = &*self.plugin;
         let Some(dropped) = self.admit() else { return };
         if dropped > 0 {
@@ -79,11 +79,11 @@ impl LogSink {
             );
         }
         match level {
-            log::Level::Trace => tracing::trace!(plugin, stream, fields, "{line}"),
-            log::Level::Debug => tracing::debug!(plugin, stream, fields, "{line}"),
-            log::Level::Info => tracing::info!(plugin, stream, fields, "{line}"),
-            log::Level::Warn => tracing::warn!(plugin, stream, fields, "{line}"),
-            log::Level::Error => tracing::error!(plugin, stream, fields, "{line}"),
+            LogLevel::Trace => tracing::trace!(plugin, stream, fields, "{line}"),
+            LogLevel::Debug => tracing::debug!(plugin, stream, fields, "{line}"),
+            LogLevel::Info => tracing::info!(plugin, stream, fields, "{line}"),
+            LogLevel::Warn => tracing::warn!(plugin, stream, fields, "{line}"),
+            LogLevel::Error => tracing::error!(plugin, stream, fields, "{line}"),
         }
     }
 
@@ -95,7 +95,7 @@ impl LogSink {
             }
             s.recent_stderr.push_back(line.to_owned());
         }
-        self.emit("stderr", log::Level::Warn, line, "");
+        self.emit("stderr", LogLevel::Warn, line, "");
     }
 
     /// The last lines the plugin wrote to stderr (a panic message, usually), cleared by the call.
@@ -123,7 +123,7 @@ impl LogStream {
                 if self.stderr {
                     self.sink.stderr_line(&line);
                 } else {
-                    self.sink.emit("stdout", log::Level::Info, &line, "");
+                    self.sink.emit("stdout", LogLevel::Info, &line, "");
                 }
             } else if partial.len() < MAX_LINE {
                 partial.push(b);
@@ -268,8 +268,14 @@ impl WasiView for PluginState {
     }
 }
 
-impl log::Host for PluginState {
-    fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
+impl PluginState {
+    /// A line of the plugin's `log` import (every WIT version's bindings end here).
+    pub(crate) fn log_import(
+        &mut self,
+        level: LogLevel,
+        message: String,
+        fields: &[(String, String)],
+    ) {
         let fields = fields
             .iter()
             .map(|(k, v)| format!("{k}={v}"))

@@ -4,13 +4,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use prometheus::core::Collector;
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    CounterVec, Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+
+use crate::plugins::PluginCounters;
+use crate::plugins::catalog::PluginCatalog;
 
 /// All metrics of a job. Names are prefixed `pulsar_connect_`.
 pub struct Metrics {
@@ -94,6 +98,15 @@ impl Metrics {
         }))
     }
 
+    /// Exports the counters of every plugin `catalog` has loaded, labelled `plugin`, read at each
+    /// scrape: `pulsar_connect_plugin_{calls,rows,row_errors,traps,instantiations}_total`,
+    /// `pulsar_connect_plugin_bytes_{in,out}_total` and `pulsar_connect_plugin_call_seconds_total`.
+    pub fn export_plugins(&self, catalog: Arc<PluginCatalog>) -> Result<()> {
+        self.registry
+            .register(Box::new(PluginCollector::new(catalog)?))
+            .context("registering the plugin counters")
+    }
+
     /// The text exposition format.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();
@@ -110,6 +123,124 @@ impl Metrics {
                     .map(|m| m.get_counter().get_value() as u64)
             })
             .sum()
+    }
+}
+
+/// Reads one counter of a plugin's snapshot.
+type ReadCounter = fn(&PluginCounters) -> u64;
+
+/// The plugin series: counters kept by the plugins themselves, copied into fresh series at each scrape.
+struct PluginCollector {
+    catalog: Arc<PluginCatalog>,
+    ints: Vec<(Opts, ReadCounter)>,
+    seconds: Opts,
+    descs: Vec<Desc>,
+}
+
+impl PluginCollector {
+    fn new(catalog: Arc<PluginCatalog>) -> Result<Self> {
+        let ints: Vec<(Opts, ReadCounter)> = vec![
+            (
+                Opts::new(
+                    "plugin_calls_total",
+                    "Calls into a plugin (factories and batch calls)",
+                ),
+                |c| c.calls,
+            ),
+            (
+                Opts::new(
+                    "plugin_rows_total",
+                    "Rows a plugin decoded, encoded or routed",
+                ),
+                |c| c.rows,
+            ),
+            (
+                Opts::new(
+                    "plugin_bytes_in_total",
+                    "Payload and key bytes passed into a plugin",
+                ),
+                |c| c.bytes_in,
+            ),
+            (
+                Opts::new("plugin_bytes_out_total", "Payload bytes a plugin returned"),
+                |c| c.bytes_out,
+            ),
+            (
+                Opts::new(
+                    "plugin_row_errors_total",
+                    "Messages or rows a plugin reported as errors (skips included)",
+                ),
+                |c| c.row_errors,
+            ),
+            (
+                Opts::new(
+                    "plugin_traps_total",
+                    "Traps, deadlines and memory-limit hits of a plugin (each replaced the instance)",
+                ),
+                |c| c.traps,
+            ),
+            (
+                Opts::new(
+                    "plugin_instantiations_total",
+                    "Instances of a plugin created (the first ones and the replacements)",
+                ),
+                |c| c.instantiations,
+            ),
+        ];
+        let seconds = Opts::new(
+            "plugin_call_seconds_total",
+            "Wall time spent inside a plugin's calls",
+        );
+        let mut descs = Vec::new();
+        for (opts, _) in &ints {
+            descs.extend(
+                IntCounterVec::new(opts.clone(), &["plugin"])?
+                    .desc()
+                    .into_iter()
+                    .cloned(),
+            );
+        }
+        descs.extend(
+            CounterVec::new(seconds.clone(), &["plugin"])?
+                .desc()
+                .into_iter()
+                .cloned(),
+        );
+        Ok(PluginCollector {
+            catalog,
+            ints,
+            seconds,
+            descs,
+        })
+    }
+}
+
+impl Collector for PluginCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let plugins = self.catalog.counters();
+        let mut families = Vec::new();
+        for (opts, value) in &self.ints {
+            let Ok(vec) = IntCounterVec::new(opts.clone(), &["plugin"]) else {
+                continue;
+            };
+            for (name, counters) in &plugins {
+                vec.with_label_values(&[name.as_str()])
+                    .inc_by(value(counters));
+            }
+            families.extend(vec.collect());
+        }
+        if let Ok(vec) = CounterVec::new(self.seconds.clone(), &["plugin"]) {
+            for (name, counters) in &plugins {
+                vec.with_label_values(&[name.as_str()])
+                    .inc_by(counters.time.as_secs_f64());
+            }
+            families.extend(vec.collect());
+        }
+        families
     }
 }
 

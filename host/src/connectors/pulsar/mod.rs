@@ -26,7 +26,7 @@ use crate::catalog::CatalogTable;
 use crate::connectors::{ConnectorFactory, MetadataDecl, Sink, Source, TableConfigSlot};
 use crate::options::OptionSet;
 use crate::plugins::Kind;
-use crate::plugins::catalog::{self as plugin_catalog, PluginCatalog};
+use crate::plugins::catalog::PluginCatalog;
 use crate::sql::Pos;
 
 use config::PulsarTableConfig;
@@ -84,28 +84,17 @@ static METADATA: &[MetadataDecl] = &[
 /// The Pulsar connector under one of its names.
 pub struct PulsarFactory {
     name: &'static str,
-    plugins: Option<Arc<PluginCatalog>>,
+    plugins: Arc<PluginCatalog>,
 }
 
 impl PulsarFactory {
-    /// `pulsar` or `pulsar-inlong`, with the process's plugin directory.
-    pub fn new(name: &'static str) -> Self {
-        PulsarFactory {
-            name,
-            plugins: None,
-        }
-    }
-
-    /// With an explicit plugin catalog (tests).
-    pub fn with_plugins(name: &'static str, plugins: Arc<PluginCatalog>) -> Self {
-        PulsarFactory {
-            name,
-            plugins: Some(plugins),
-        }
+    /// `pulsar` or `pulsar-inlong`, reading format and router plugins from `plugins`.
+    pub fn new(name: &'static str, plugins: Arc<PluginCatalog>) -> Self {
+        PulsarFactory { name, plugins }
     }
 
     fn plugins(&self) -> Arc<PluginCatalog> {
-        self.plugins.clone().unwrap_or_else(plugin_catalog::global)
+        self.plugins.clone()
     }
 
     /// The table's configuration, decoded once by [`ConnectorFactory::validate_table`].

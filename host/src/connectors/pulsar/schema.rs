@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result};
 use arrow::datatypes::Schema;
 use magnetar::proto::pb;
 
-use crate::plugins::{PulsarSchema, wit};
+use crate::plugins::{PulsarSchema, model};
 
 /// Flink's top-level record name (`AvroSchemaConverter.convertToSchema(type)`).
 const RECORD_NAME: &str = "org.apache.flink.avro.generated.record";
@@ -39,7 +39,7 @@ pub fn pulsar_schema(kind: PulsarSchema, value: &Schema) -> Result<pb::Schema> {
 }
 
 /// The Avro schema (JSON text) Flink derives for `row`.
-pub fn avro_schema_json(row: &wit::RowType) -> String {
+pub fn avro_schema_json(row: &model::RowType) -> String {
     record(row, &row.fields, RECORD_NAME, true)
 }
 
@@ -47,7 +47,7 @@ fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-fn record(row: &wit::RowType, fields: &[wit::Field], name: &str, top: bool) -> String {
+fn record(row: &model::RowType, fields: &[model::Field], name: &str, top: bool) -> String {
     let (namespace, short) = match (top, name.rsplit_once('.')) {
         (true, Some((ns, n))) => (Some(ns), n),
         _ => (None, name),
@@ -77,36 +77,38 @@ fn record(row: &wit::RowType, fields: &[wit::Field], name: &str, top: bool) -> S
     )
 }
 
-fn type_schema(row: &wit::RowType, ty: usize, row_name: &str) -> String {
+fn type_schema(row: &model::RowType, ty: usize, row_name: &str) -> String {
     let Some(node) = row.types.get(ty) else {
         return "\"null\"".into();
     };
     let s = match &node.data_type {
-        wit::DataType::Boolean => "\"boolean\"".into(),
-        wit::DataType::Tinyint | wit::DataType::Smallint | wit::DataType::Int => "\"int\"".into(),
-        wit::DataType::Bigint => "\"long\"".into(),
-        wit::DataType::Float => "\"float\"".into(),
-        wit::DataType::Double => "\"double\"".into(),
-        wit::DataType::Char(_) | wit::DataType::Varchar(_) => "\"string\"".into(),
-        wit::DataType::Binary(_) | wit::DataType::Varbinary(_) => "\"bytes\"".into(),
-        wit::DataType::Decimal(d) => format!(
+        model::DataType::Boolean => "\"boolean\"".into(),
+        model::DataType::Tinyint | model::DataType::Smallint | model::DataType::Int => {
+            "\"int\"".into()
+        }
+        model::DataType::Bigint => "\"long\"".into(),
+        model::DataType::Float => "\"float\"".into(),
+        model::DataType::Double => "\"double\"".into(),
+        model::DataType::Char(_) | model::DataType::Varchar(_) => "\"string\"".into(),
+        model::DataType::Binary(_) | model::DataType::Varbinary(_) => "\"bytes\"".into(),
+        model::DataType::Decimal(d) => format!(
             "{{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":{},\"scale\":{}}}",
             d.precision, d.scale
         ),
-        wit::DataType::Date => "{\"type\":\"int\",\"logicalType\":\"date\"}".into(),
-        wit::DataType::Time(_) => "{\"type\":\"int\",\"logicalType\":\"time-millis\"}".into(),
-        wit::DataType::Timestamp(_) | wit::DataType::TimestampLtz(_) => {
+        model::DataType::Date => "{\"type\":\"int\",\"logicalType\":\"date\"}".into(),
+        model::DataType::Time(_) => "{\"type\":\"int\",\"logicalType\":\"time-millis\"}".into(),
+        model::DataType::Timestamp(_) | model::DataType::TimestampLtz(_) => {
             "{\"type\":\"long\",\"logicalType\":\"timestamp-millis\"}".into()
         }
-        wit::DataType::Array(e) => format!(
+        model::DataType::Array(e) => format!(
             "{{\"type\":\"array\",\"items\":{}}}",
             type_schema(row, *e as usize, row_name)
         ),
-        wit::DataType::Map(m) => format!(
+        model::DataType::Map(m) => format!(
             "{{\"type\":\"map\",\"values\":{}}}",
             type_schema(row, m.value as usize, row_name)
         ),
-        wit::DataType::Row(fields) => record(row, fields, row_name, false),
+        model::DataType::Row(fields) => record(row, fields, row_name, false),
     };
     if node.nullable {
         format!("[\"null\",{s}]")

@@ -40,9 +40,6 @@ use crate::pulsar::topics::{Discovery, Split};
 use crate::pulsar::transactions::{TxnCoordinator, TxnRef};
 use crate::pulsar::{admin, message, metadata};
 
-/// Reason prefix of a row error that is a deliberate skip by the format (the SDK's convention).
-const SKIPPED: &str = "skipped: ";
-
 /// How long one receive waits before the poll returns (so discovery and barriers get their turn).
 const RECEIVE_WAIT: Duration = Duration::from_millis(200);
 
@@ -852,9 +849,9 @@ impl DecodeJob {
         let mut skipped = 0u64;
         for e in &value_decoded.errors {
             let i = e.index as usize;
-            // `skipped: ...`: the format drops the message itself (Flink returns no row, e.g. an empty
-            // JSON payload); anything else is an error unless the user asked to skip those too.
-            if !e.reason.starts_with(SKIPPED) && !decoders.value_spec.skip_errors {
+            // A skip: the format drops the message itself (Flink returns no row, e.g. an empty JSON
+            // payload); anything else is an error unless the user asked to skip those too.
+            if !e.skip && !decoders.value_spec.skip_errors {
                 return Err(self.failure(i, &decoders.value_spec.plugin, &e.reason));
             }
             bad[i] = true;
@@ -894,7 +891,7 @@ impl DecodeJob {
             let mut failed = vec![false; keyed.len()];
             for e in &decoded.errors {
                 let i = keyed[e.index as usize];
-                if !e.reason.starts_with(SKIPPED) && !spec.skip_errors {
+                if !e.skip && !spec.skip_errors {
                     return Err(self.failure(i, &format!("key {}", spec.plugin), &e.reason));
                 }
                 failed[e.index as usize] = true;

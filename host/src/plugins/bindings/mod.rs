@@ -1,4 +1,109 @@
-//! Host bindings, one frozen module per released WIT version (Zed-style). A new WIT version gets a new
-//! module beside `v0_1_0`; the facades convert from each into the host's types.
+//! The WIT version seam: one frozen module per released WIT version (Zed-style), each converting its
+//! generated types into the host's [`model`](super::model). Everything above this module (the
+//! lifecycle, the facades, the connectors) sees only the traits below and the model; a new WIT
+//! version is a new module beside `v0_1_0` plus its arm in [`format_component`],
+//! [`router_component`] and [`add_to_linker`].
+
+use wasmtime::Store;
+use wasmtime::component::{InstancePre, Linker, ResourceAny};
+
+use super::model::{
+    ColumnBatch, ConfigError, DecodedBatch, EncodedBatch, KeyBatch, MessageBatch, PropertyBatch,
+    RowType,
+};
+use super::state::PluginState;
 
 pub mod v0_1_0;
+
+/// A format component pre-instantiated for the WIT version it implements.
+pub(crate) trait FormatComponent: Send + Sync {
+    fn instantiate(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Box<dyn FormatInstance>>;
+}
+
+/// The exports of one instance of a format component. The outer result is a trap, the inner one
+/// what the plugin returned.
+pub(crate) trait FormatInstance: Send + Sync {
+    fn create_decoder(
+        &self,
+        store: &mut Store<PluginState>,
+        options: &[(String, String)],
+        row_type: &RowType,
+    ) -> wasmtime::Result<Result<ResourceAny, ConfigError>>;
+
+    fn create_encoder(
+        &self,
+        store: &mut Store<PluginState>,
+        options: &[(String, String)],
+        row_type: &RowType,
+    ) -> wasmtime::Result<Result<ResourceAny, ConfigError>>;
+
+    fn decode_batch(
+        &self,
+        store: &mut Store<PluginState>,
+        decoder: ResourceAny,
+        messages: &MessageBatch,
+    ) -> wasmtime::Result<Result<DecodedBatch, String>>;
+
+    fn encode_batch(
+        &self,
+        store: &mut Store<PluginState>,
+        encoder: ResourceAny,
+        rows: ColumnBatch,
+    ) -> wasmtime::Result<Result<EncodedBatch, String>>;
+}
+
+/// A router component pre-instantiated for the WIT version it implements.
+pub(crate) trait RouterComponent: Send + Sync {
+    fn instantiate(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Box<dyn RouterInstance>>;
+}
+
+/// The exports of one instance of a router component.
+pub(crate) trait RouterInstance: Send + Sync {
+    fn create_router(
+        &self,
+        store: &mut Store<PluginState>,
+        options: &[(String, String)],
+    ) -> wasmtime::Result<Result<ResourceAny, ConfigError>>;
+
+    fn route_batch(
+        &self,
+        store: &mut Store<PluginState>,
+        router: ResourceAny,
+        keys: &KeyBatch,
+        properties: Option<&PropertyBatch>,
+        partitions: u32,
+    ) -> wasmtime::Result<Vec<u32>>;
+}
+
+/// Links the host's imports (`log`) of every WIT version.
+pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> anyhow::Result<()> {
+    v0_1_0::add_to_linker(linker)
+}
+
+/// The format component of WIT `version` (a version the manifest check accepted).
+pub(crate) fn format_component(
+    version: &str,
+    pre: InstancePre<PluginState>,
+) -> anyhow::Result<Box<dyn FormatComponent>> {
+    match version {
+        v0_1_0::VERSION => v0_1_0::format_component(pre),
+        other => Err(anyhow::anyhow!("no bindings for WIT version {other}")),
+    }
+}
+
+/// The router component of WIT `version`.
+pub(crate) fn router_component(
+    version: &str,
+    pre: InstancePre<PluginState>,
+) -> anyhow::Result<Box<dyn RouterComponent>> {
+    match version {
+        v0_1_0::VERSION => v0_1_0::router_component(pre),
+        other => Err(anyhow::anyhow!("no bindings for WIT version {other}")),
+    }
+}
