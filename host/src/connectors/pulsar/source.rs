@@ -411,22 +411,14 @@ impl Source for PulsarSource {
             }
             let what = format!("{} subscription '{}'", split.topic, self.subscription);
             if drop {
-                let path = split.topic.as_str().trim_start_matches("persistent://");
-                admin::delete(
-                    &url,
-                    &cfg.client,
-                    &format!(
-                        "/admin/v2/persistent/{path}/subscription/{}",
-                        urlencoding_path(&self.subscription)
-                    ),
-                )
-                .await
-                .with_context(|| {
-                    format!(
-                        "table '{}': dropping {what} (is the job still running?)",
-                        cfg.table
-                    )
-                })?;
+                admin::delete_subscription(&url, &cfg.client, &split.topic, &self.subscription)
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "table '{}': dropping {what} (is the job still running?)",
+                            cfg.table
+                        )
+                    })?;
                 out.push(format!("dropped {what}"));
             } else {
                 out.push(what);
@@ -599,20 +591,14 @@ async fn abort_stale_transactions(
     // The coordinator connection opens (and aborts) a probe transaction, which makes the broker load a
     // transaction coordinator: on a fresh broker none is loaded and the listing below answers 500.
     let tc = TxnCoordinator::connect(&cfg.client).await?;
-    let slow = match admin::get_json(
-        admin_url,
-        &cfg.client,
-        "/admin/v3/transactions/slowTransactions/0",
-    )
-    .await
-    {
-        Ok(v) => v,
-        Err(e) if format!("{e:#}").contains("Transaction coordinator not found") => {
+    let open = match admin::slow_transactions(admin_url, &cfg.client).await {
+        Ok(admin::SlowTransactions::Listed(open)) => open,
+        Ok(admin::SlowTransactions::CoordinatorNotLoaded(e)) => {
             // A coordinator not loaded yet holds no transaction it could end; one it recovers later
             // times its transactions out as usual (an acknowledgement conflicting with one fails the
             // job, and the restart finds it here).
-            warn!(table = %cfg.table, "not every transaction coordinator is loaded yet: {e:#}");
-            serde_json::Value::Null
+            warn!(table = %cfg.table, "not every transaction coordinator is loaded yet: {e}");
+            Vec::new()
         }
         Err(e) => {
             tc.close().await;
@@ -623,7 +609,7 @@ async fn abort_stale_transactions(
         }
     };
     let topics: Vec<String> = splits.iter().map(|s| s.topic.to_string()).collect();
-    let stale = stale_transactions(&slow, &topics, subscription);
+    let stale = stale_transactions(&open, &topics, subscription);
     for (most, least) in stale {
         let txn = TxnRef(magnetar::proto::TxnId::new(most, least));
         let outcome = tc.abort(txn).await;
@@ -634,18 +620,6 @@ async fn abort_stale_transactions(
     Ok(())
 }
 
-/// A subscription name as one URL path segment (names hold `:` and may hold `/`-free punctuation).
-fn urlencoding_path(name: &str) -> String {
-    name.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// Whether the job's subscription exists on `split` (a linked source resumes at its cursor).
 async fn subscription_exists(
     admin_url: &str,
@@ -653,18 +627,10 @@ async fn subscription_exists(
     split: &Split,
     subscription: &str,
 ) -> Result<bool> {
-    let Some(path) = split.topic.as_str().strip_prefix("persistent://") else {
-        return Ok(false);
-    };
-    let subs = admin::get_json(
-        admin_url,
-        client,
-        &format!("/admin/v2/persistent/{path}/subscriptions"),
-    )
-    .await?;
-    Ok(subs
-        .as_array()
-        .is_some_and(|a| a.iter().any(|s| s.as_str() == Some(subscription))))
+    Ok(admin::subscriptions(admin_url, client, &split.topic)
+        .await?
+        .iter()
+        .any(|s| s == subscription))
 }
 
 /// Whether messages after `id` (the position to resume after) may have been deleted: its ledger is older
@@ -678,31 +644,23 @@ async fn deleted_since(
     id: &str,
     subscription: &str,
 ) -> Result<Option<String>> {
-    let Some(path) = split.topic.as_str().strip_prefix("persistent://") else {
+    if !split.topic.as_str().starts_with("persistent://") {
+        return Ok(None);
+    }
+    let resume = parse_message_id(id)?;
+    let Some(stats) = admin::ledger_stats(admin_url, client, &split.topic).await? else {
         return Ok(None);
     };
-    let resume = parse_message_id(id)?;
-    let stats = admin::get_json(
-        admin_url,
-        client,
-        &format!("/admin/v2/persistent/{path}/internalStats"),
-    )
-    .await?;
-    let first_ledger = stats["ledgers"]
-        .as_array()
-        .and_then(|l| l.first())
-        .and_then(|l| l["ledgerId"].as_u64());
-    let Some(first_ledger) = first_ledger else {
+    let Some(first_ledger) = stats.first_ledger else {
         return Ok(None);
     };
     if resume.ledger_id >= first_ledger {
         return Ok(None);
     }
-    let held = stats["cursors"][subscription]["markDeletePosition"]
-        .as_str()
-        .and_then(|p| p.split_once(':'))
-        .and_then(|(l, e)| Some((l.parse::<u64>().ok()?, e.parse::<i64>().ok()?)))
-        .is_some_and(|(l, e)| (l, e) <= (resume.ledger_id, resume.entry_id as i64));
+    let held = stats
+        .cursors
+        .get(subscription)
+        .is_some_and(|&(l, e)| (l, e) <= (resume.ledger_id, resume.entry_id as i64));
     if held {
         return Ok(None);
     }

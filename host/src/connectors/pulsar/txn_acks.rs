@@ -25,6 +25,8 @@ use magnetar::MessageId;
 use magnetar::runtime_tokio::Consumer;
 use tokio::sync::watch;
 
+use crate::pulsar::admin::OpenTransaction;
+
 /// One split's acknowledgement for a checkpoint.
 #[derive(Debug, Clone)]
 pub struct SplitAck {
@@ -105,41 +107,24 @@ impl TxnAcks {
     }
 }
 
-/// A transaction id as the admin API prints it: `(most,least)`.
-pub fn parse_admin_txn_id(text: &str) -> Option<(u64, u64)> {
-    let inner = text.trim().strip_prefix('(')?.strip_suffix(')')?;
-    let (most, least) = inner.split_once(',')?;
-    Some((most.trim().parse().ok()?, least.trim().parse().ok()?))
-}
-
-/// Open transactions (from `GET /admin/v3/transactions/slowTransactions/0`) that acknowledged on
-/// `subscription` of any of `topics`: left by a run that crashed between its acknowledgement and its
-/// commit.
+/// Open transactions (from [`crate::pulsar::admin::slow_transactions`]) that acknowledged on `subscription` of any of
+/// `topics`: left by a run that crashed between its acknowledgement and its commit.
 pub fn stale_transactions(
-    slow: &serde_json::Value,
+    open: &[OpenTransaction],
     topics: &[String],
     subscription: &str,
 ) -> Vec<(u64, u64)> {
-    let Some(all) = slow.as_object() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (key, meta) in all {
-        let acked = &meta["ackedPartitions"];
-        let ours = topics.iter().any(|t| {
-            acked
-                .get(t)
-                .and_then(|subs| subs.get(subscription))
-                .is_some()
-        });
-        if !ours {
-            continue;
-        }
-        let id = meta["txnId"].as_str().unwrap_or(key);
-        if let Some(id) = parse_admin_txn_id(id) {
-            out.push(id);
-        }
-    }
+    let mut out: Vec<(u64, u64)> = open
+        .iter()
+        .filter(|t| {
+            topics.iter().any(|topic| {
+                t.acked
+                    .get(topic)
+                    .is_some_and(|subs| subs.contains(subscription))
+            })
+        })
+        .map(|t| t.id)
+        .collect();
     out.sort_unstable();
     out
 }
@@ -147,14 +132,7 @@ pub fn stale_transactions(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn admin_ids_parse() {
-        assert_eq!(parse_admin_txn_id("(0,3)"), Some((0, 3)));
-        assert_eq!(parse_admin_txn_id(" (12, 99) "), Some((12, 99)));
-        assert_eq!(parse_admin_txn_id("0:3"), None);
-        assert_eq!(parse_admin_txn_id("(a,3)"), None);
-    }
+    use crate::pulsar::admin;
 
     #[test]
     fn only_transactions_acking_our_subscription_are_stale() {
@@ -166,9 +144,10 @@ mod tests {
             "(1,5)": {"txnId": "(1,5)", "status": "OPEN", "ackedPartitions": {},
                       "producedPartitions": {"persistent://public/default/in": {}}}
         });
+        let open = admin::open_transactions(&slow);
         let topics = vec!["persistent://public/default/in".to_owned()];
-        assert_eq!(stale_transactions(&slow, &topics, "job-sub"), vec![(0, 3)]);
-        assert!(stale_transactions(&serde_json::Value::Null, &topics, "job-sub").is_empty());
+        assert_eq!(stale_transactions(&open, &topics, "job-sub"), vec![(0, 3)]);
+        assert!(stale_transactions(&[], &topics, "job-sub").is_empty());
     }
 
     #[tokio::test]
