@@ -541,7 +541,7 @@ fn every_type_round_trips_through_the_identity_plugin() {
             });
         }
     }
-    let decoded = decoder.decode(&messages.finish(false)).unwrap();
+    let decoded = decoder.decode(messages.finish(false)).unwrap();
     assert_eq!(decoded.errors.len(), 1);
     assert_eq!(decoded.errors[0].index, 3);
     assert!(
@@ -562,15 +562,12 @@ fn every_type_round_trips_through_the_identity_plugin() {
             ..Default::default()
         });
     }
-    assert_eq!(
-        decoder.decode(&messages.finish(false)).unwrap().batch,
-        slice
-    );
+    assert_eq!(decoder.decode(messages.finish(false)).unwrap().batch, slice);
     let empty = encoder.encode(&batch.slice(0, 0)).unwrap();
     assert!(empty.is_empty());
     assert_eq!(
         decoder
-            .decode(&MessageBatchBuilder::new().finish(false))
+            .decode(MessageBatchBuilder::new().finish(false))
             .unwrap()
             .batch
             .num_rows(),

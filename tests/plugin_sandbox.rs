@@ -84,16 +84,16 @@ fn contained(command: &str, expected: Failure, message_parts: &[&str]) {
     let f = fixture(&["hostile"]);
     let (plugin, mut decoder) = hostile_decoder(&f);
     assert_eq!(
-        row(&decoder.decode(&messages(&["ok"])).unwrap().batch),
+        row(&decoder.decode(messages(&["ok"])).unwrap().batch),
         ("t1".into(), 1, 1)
     );
     assert_eq!(
-        row(&decoder.decode(&messages(&["ok"])).unwrap().batch),
+        row(&decoder.decode(messages(&["ok"])).unwrap().batch),
         ("t1".into(), 2, 1)
     );
 
     let started = Instant::now();
-    let err = decoder.decode(&messages(&["ok", command])).unwrap_err();
+    let err = decoder.decode(messages(&["ok", command])).unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "containment took {:?}",
@@ -115,7 +115,7 @@ fn contained(command: &str, expected: Failure, message_parts: &[&str]) {
     }
 
     // The next call runs on a fresh instance (counters restart) with the same options (tag).
-    let after = decoder.decode(&messages(&["ok"])).unwrap();
+    let after = decoder.decode(messages(&["ok"])).unwrap();
     assert_eq!(row(&after.batch), ("t1".into(), 1, 1));
     let counters = plugin.counters();
     assert_eq!(counters.traps, 1);
@@ -146,7 +146,7 @@ fn panic_traps_and_reports_the_panic_message() {
 fn file_access_is_denied() {
     let f = fixture(&["hostile"]);
     let (_plugin, mut decoder) = hostile_decoder(&f);
-    let decoded = decoder.decode(&messages(&["file", "ok"])).unwrap();
+    let decoded = decoder.decode(messages(&["file", "ok"])).unwrap();
     assert_eq!(decoded.batch.num_rows(), 1, "only `ok` decodes");
     assert_eq!(decoded.errors.len(), 1);
     assert_eq!(decoded.errors[0].index, 0);
@@ -167,7 +167,7 @@ fn socket_access_is_denied() {
     let f = fixture(&["hostile"]);
     let (_plugin, mut decoder) = hostile_decoder(&f);
     let command = format!("socket:{port}");
-    let decoded = decoder.decode(&messages(&[&command])).unwrap();
+    let decoded = decoder.decode(messages(&[&command])).unwrap();
     assert_eq!(decoded.batch.num_rows(), 0);
     assert_eq!(decoded.errors.len(), 1, "{:?}", decoded.errors);
     assert!(
@@ -212,7 +212,7 @@ fn chatty_plugin_output_is_captured_and_rate_limited() {
         .finish();
     let started = Instant::now();
     let decoded =
-        tracing::subscriber::with_default(subscriber, || decoder.decode(&messages(&["shout"])))
+        tracing::subscriber::with_default(subscriber, || decoder.decode(messages(&["shout"])))
             .unwrap();
     assert_eq!(decoded.batch.num_rows(), 1);
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -374,8 +374,8 @@ fn plugin_counters_are_scraped_as_prometheus_series() {
 
     let plugin = catalog.load("hostile", Kind::Format).unwrap();
     let mut decoder = Decoder::new(&plugin, &opts(&[("tag", "t1")]), hostile_schema()).unwrap();
-    decoder.decode(&messages(&["ok"])).unwrap();
-    let err = decoder.decode(&messages(&["panic"])).unwrap_err();
+    decoder.decode(messages(&["ok"])).unwrap();
+    let err = decoder.decode(messages(&["panic"])).unwrap_err();
     assert_eq!(err.failure, Failure::Trap, "{err}");
 
     let body = scrape();

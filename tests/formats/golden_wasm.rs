@@ -251,7 +251,7 @@ fn decode_one(decoder: &mut Decoder, payload: &[u8]) -> Decoded {
         ..Default::default()
     });
     let decoded = decoder
-        .decode(&messages.finish(false))
+        .decode(messages.finish(false))
         .unwrap_or_else(|e| panic!("decode-batch failed: {e:?}"));
     assert_eq!(
         decoded.batch.num_rows() + decoded.errors.len(),
@@ -491,7 +491,7 @@ fn raw_rows(formats: &Formats, rel: &str, array: impl Fn(&[Json]) -> ArrayRef) {
     }
     let mut decoder = Decoder::new(&plugin, &opts, schema).expect("create-decoder");
     let decoded = decoder
-        .decode(&messages.finish(false))
+        .decode(messages.finish(false))
         .expect("decode-batch");
     assert!(decoded.errors.is_empty(), "{rel}: {:?}", decoded.errors);
     assert_eq!(decoded.batch.num_rows(), vectors.len());

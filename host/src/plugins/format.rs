@@ -181,8 +181,8 @@ impl Decoder {
         &self.inner.config().schema
     }
 
-    /// Decodes one message batch.
-    pub fn decode(&mut self, messages: &MessageBatch) -> Result<Decoded> {
+    /// Decodes one message batch. Taken by value: its buffers move into the call's arguments, not copied.
+    pub fn decode(&mut self, messages: MessageBatch) -> Result<Decoded> {
         let count = messages.count;
         let bytes_in = (messages.payloads.len() + messages.keys.data.len()) as u64;
         let batch_no = self.inner.next_batch();

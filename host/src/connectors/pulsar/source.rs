@@ -801,7 +801,7 @@ impl DecodeJob {
         }
         let value_decoded = decoders
             .value
-            .decode(&values.finish(false))
+            .decode(values.finish(false))
             .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
         let mut bad = vec![false; n];
         let mut skipped = 0u64;
@@ -844,7 +844,7 @@ impl DecodeJob {
                 }
             }
             let decoded = decoder
-                .decode(&keys.finish(false))
+                .decode(keys.finish(false))
                 .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
             let mut failed = vec![false; keyed.len()];
             for e in &decoded.errors {

@@ -44,7 +44,7 @@ pub(crate) trait FormatInstance: Send + Sync {
         &self,
         store: &mut Store<PluginState>,
         decoder: ResourceAny,
-        messages: &MessageBatch,
+        messages: MessageBatch,
     ) -> wasmtime::Result<Result<DecodedBatch, String>>;
 
     fn encode_batch(

@@ -121,13 +121,13 @@ impl FormatInstance for FormatExports {
         &self,
         store: &mut Store<PluginState>,
         decoder: ResourceAny,
-        messages: &m::MessageBatch,
+        messages: m::MessageBatch,
     ) -> wasmtime::Result<Result<m::DecodedBatch, String>> {
         let decoded = self
             .0
             .pulsar_connect_plugin_codec()
             .decoder()
-            .call_decode_batch(store, decoder, &message_batch_to_wit(messages))?;
+            .call_decode_batch(store, decoder, &message_batch_into_wit(messages))?;
         Ok(decoded.map(|d| m::DecodedBatch {
             rows: column_batch_from_wit(d.rows),
             errors: row_errors_from_wit(d.errors),
@@ -387,14 +387,27 @@ fn property_batch_to_wit(p: &m::PropertyBatch) -> w::PropertyBatch {
     }
 }
 
-fn message_batch_to_wit(batch: &m::MessageBatch) -> w::MessageBatch {
+/// Moves the batch's buffers into the WIT record (the decode path: no copy of the payloads).
+fn message_batch_into_wit(batch: m::MessageBatch) -> w::MessageBatch {
+    let keys = batch.keys;
     w::MessageBatch {
         count: batch.count,
-        payloads: batch.payloads.clone(),
-        payload_offsets: batch.payload_offsets.clone(),
-        keys: key_batch_to_wit(&batch.keys),
-        properties: batch.properties.as_ref().map(property_batch_to_wit),
-        event_times: batch.event_times.clone(),
+        payloads: batch.payloads,
+        payload_offsets: batch.payload_offsets,
+        keys: w::KeyBatch {
+            count: keys.count,
+            data: keys.data,
+            offsets: keys.offsets,
+            present: keys.present,
+        },
+        properties: batch.properties.map(|p| w::PropertyBatch {
+            message_offsets: p.message_offsets,
+            names: p.names,
+            name_offsets: p.name_offsets,
+            values: p.values,
+            value_offsets: p.value_offsets,
+        }),
+        event_times: batch.event_times,
     }
 }
 
