@@ -8,7 +8,7 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::{self, Catalog};
-use crate::connectors::Registry;
+use crate::connector_api::Registry;
 use crate::planner::{self, PipelinePlan};
 use crate::sql::{self, Statement};
 
@@ -117,7 +117,7 @@ pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors
 /// that `validate` refuses what `run` would refuse at start.
 fn check_endpoints(plans: &[PipelinePlan]) -> Result<(), JobErrors> {
     let mut errors: Vec<String> = Vec::new();
-    let mut report = |table: &crate::catalog::CatalogTable, side: &str, e: anyhow::Error| {
+    let mut report = |table: &crate::connector_api::CatalogTable, side: &str, e: anyhow::Error| {
         let text = format!("{e:#}");
         let named = format!("table '{}'", table.name());
         let line = if text.starts_with(&named) {
@@ -131,11 +131,11 @@ fn check_endpoints(plans: &[PipelinePlan]) -> Result<(), JobErrors> {
     };
     for plan in plans {
         if let planner::SourceSpec::Table(t) = &plan.source
-            && let Err(e) = t.factory.create_source(t)
+            && let Err(e) = t.create_source()
         {
             report(t.as_ref(), "read", e);
         }
-        if let Err(e) = plan.sink.factory.create_sink(&plan.sink) {
+        if let Err(e) = plan.sink.create_sink() {
             report(plan.sink.as_ref(), "written", e);
         }
     }

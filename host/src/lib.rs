@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod connector_api;
 pub mod connectors;
 pub mod job;
 pub mod options;

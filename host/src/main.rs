@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use pulsar_connect::connectors::Registry;
+use pulsar_connect::connector_api::Registry;
 use pulsar_connect::job;
 use pulsar_connect::plugins::catalog::{PluginCatalog, resolve_plugin_dir};
 use pulsar_connect::runtime::{self, Metrics, RunOptions};

@@ -23,7 +23,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
-use pulsar_connect::catalog::column_field;
+use pulsar_connect::connector_api::column_field;
 use pulsar_connect::connectors::print::{
     double_to_string, float_to_string, format_row, format_value, line_prefix,
 };

@@ -183,7 +183,7 @@ async fn secrets_are_redacted_in_validate_output() {
 #[test]
 fn docs_options_md_is_current() {
     let expected =
-        pulsar_connect::job::options_markdown(&pulsar_connect::connectors::Registry::builtin());
+        pulsar_connect::job::options_markdown(&pulsar_connect::connector_api::Registry::builtin());
     let path = common::workspace().join("docs/options.md");
     if std::env::var_os("UPDATE_DOCS").is_some() {
         std::fs::write(&path, &expected).unwrap();

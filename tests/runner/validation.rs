@@ -7,7 +7,7 @@ use crate::common;
 use std::sync::Arc;
 
 use common::errors;
-use pulsar_connect::connectors::Registry;
+use pulsar_connect::connector_api::Registry;
 use pulsar_connect::plugins::catalog::PluginCatalog;
 
 const URL: &str = "'service-url' = 'pulsar://127.0.0.1:1', 'admin-url' = 'http://127.0.0.1:1'";

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
-use pulsar_connect::catalog::CatalogTable;
-use pulsar_connect::connectors::{ConnectorFactory, Registry, Sink, Source};
+use pulsar_connect::connector_api::{
+    CatalogTable, ConnectorFactory, Registry, Sink, SinkFactory, SourceFactory,
+};
 use pulsar_connect::options::OptionSet;
 use pulsar_connect::plugins::catalog::PluginCatalog;
 use pulsar_connect::runtime::{self, Metrics, RunOptions, RunSummary};
@@ -31,15 +32,15 @@ impl ConnectorFactory for CollectFactory {
     fn options(&self) -> &OptionSet {
         &COLLECT_OPTIONS
     }
-    fn supports_source(&self) -> bool {
-        false
+    fn source(&self) -> Option<&dyn SourceFactory> {
+        None
     }
-    fn supports_sink(&self) -> bool {
-        true
+    fn sink(&self) -> Option<&dyn SinkFactory> {
+        Some(self)
     }
-    fn create_source(&self, _t: &CatalogTable) -> Result<Box<dyn Source>> {
-        anyhow::bail!("sink only")
-    }
+}
+
+impl SinkFactory for CollectFactory {
     fn create_sink(&self, _t: &CatalogTable) -> Result<Box<dyn Sink>> {
         Ok(Box::new(CollectSink(self.0.clone())))
     }

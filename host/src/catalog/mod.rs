@@ -1,104 +1,15 @@
 //! The catalog: tables of a job with their schemas and validated options, and the job's `SET` settings.
 
-pub mod settings;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use arrow::datatypes::{Schema, SchemaRef};
 
-use crate::connectors::{ConnectorFactory, Registry, TableConfigSlot};
-use crate::options::{OptionError, ResolvedOptions};
-use crate::sql::{ColumnDef, ColumnKind, CreateTable, Pos, Statement};
-
-pub use settings::JobSettings;
-
-/// A table of the job, resolved against its connector.
-pub struct CatalogTable {
-    pub def: CreateTable,
-    pub connector: String,
-    pub options: ResolvedOptions,
-    pub factory: Arc<dyn ConnectorFactory>,
-    /// The connector's typed configuration of the table, decoded once by
-    /// [`ConnectorFactory::validate_table`] (`None` for connectors that keep none).
-    pub config: Option<TableConfigSlot>,
-}
-
-impl std::fmt::Debug for CatalogTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CatalogTable")
-            .field("name", &self.def.name)
-            .field("connector", &self.connector)
-            .finish()
-    }
-}
-
-impl CatalogTable {
-    pub fn name(&self) -> &str {
-        &self.def.name
-    }
-
-    /// The connector's typed configuration, if it is a `T`.
-    pub fn config_as<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        self.config.clone()?.downcast::<T>().ok()
-    }
-
-    /// Physical and metadata columns (what a source produces), in declaration order.
-    pub fn source_columns(&self) -> impl Iterator<Item = &ColumnDef> {
-        self.def
-            .columns
-            .iter()
-            .filter(|c| !matches!(c.kind, ColumnKind::Computed { .. }))
-    }
-
-    /// Physical and non-virtual metadata columns (what an INSERT writes), in declaration order.
-    pub fn sink_columns(&self) -> impl Iterator<Item = &ColumnDef> {
-        self.def.columns.iter().filter(|c| match &c.kind {
-            ColumnKind::Physical(_) => true,
-            ColumnKind::Metadata { is_virtual, .. } => !is_virtual,
-            ColumnKind::Computed { .. } => false,
-        })
-    }
-
-    pub fn source_schema(&self) -> SchemaRef {
-        Arc::new(Schema::new(
-            self.source_columns().map(column_field).collect::<Vec<_>>(),
-        ))
-    }
-
-    pub fn sink_schema(&self) -> SchemaRef {
-        Arc::new(Schema::new(
-            self.sink_columns().map(column_field).collect::<Vec<_>>(),
-        ))
-    }
-
-    /// The metadata key of a metadata column (`FROM 'key'`, else the column name).
-    pub fn metadata_key<'a>(&self, column: &'a ColumnDef) -> Option<&'a str> {
-        match &column.kind {
-            ColumnKind::Metadata { key, .. } => Some(key.as_deref().unwrap_or(&column.name)),
-            _ => None,
-        }
-    }
-
-    pub fn has_metadata_columns(&self) -> bool {
-        self.def
-            .columns
-            .iter()
-            .any(|c| matches!(c.kind, ColumnKind::Metadata { .. }))
-    }
-}
-
-/// The Arrow field of a physical or metadata column.
-pub fn column_field(c: &ColumnDef) -> arrow::datatypes::Field {
-    match &c.kind {
-        ColumnKind::Physical(ty) | ColumnKind::Metadata { ty, .. } => ty.to_field(&c.name),
-        ColumnKind::Computed { .. } => {
-            arrow::datatypes::Field::new(&c.name, arrow::datatypes::DataType::Null, true)
-        }
-    }
-}
+use crate::connector_api::Registry;
+pub use crate::connector_api::{CatalogTable, JobSettings, column_field, settings};
+use crate::options::OptionError;
+use crate::sql::{ColumnKind, CreateTable, Pos, Statement};
 
 /// The tables and settings of a job.
 #[derive(Debug, Default)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use crate::connectors::{PipelineContext, PipelineLink};
+use crate::connector_api::{PipelineContext, PipelineLink};
 use crate::job::Job;
 use crate::planner::SourceSpec;
 
@@ -16,7 +16,7 @@ pub async fn run(job: &Job, drop: bool) -> Result<Vec<String>> {
         let SourceSpec::Table(t) = &plan.source else {
             continue;
         };
-        let mut source = t.factory.create_source(t)?;
+        let mut source = t.create_source()?;
         let ctx = PipelineContext {
             job_id: job.job_id.clone(),
             pipeline_id: plan.id.clone(),

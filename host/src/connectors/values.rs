@@ -8,7 +8,7 @@ use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use serde_json::json;
 
-use crate::connectors::{Source, SourcePoll};
+use crate::connector_api::{Source, SourcePoll};
 
 pub struct ValuesSource {
     batches: Vec<RecordBatch>,

@@ -213,7 +213,7 @@ async fn plan_insert(
         .ok_or_else(|| catalog.unknown_table(&insert.table, insert.pos))?
         .clone();
     let at = insert.pos;
-    if !sink.factory.supports_sink() {
+    if !sink.writable() {
         bail!(
             "{at}: INSERT INTO {}: connector '{}' cannot be written to (it is a source only)",
             sink.name(),
@@ -396,7 +396,7 @@ async fn plan_insert(
                     )
                 })?
                 .clone();
-            if !table.factory.supports_source() {
+            if !table.readable() {
                 bail!(
                     "{qpos}: INSERT INTO {}: table '{}' (connector '{}') cannot be read from (it is a sink only)",
                     sink.name(),

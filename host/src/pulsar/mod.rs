@@ -10,7 +10,6 @@ pub mod client_cert;
 pub mod errors;
 pub mod message;
 pub mod message_id;
-pub mod metadata;
 pub mod oauth2;
 pub mod reader;
 pub mod topics;

@@ -31,9 +31,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::catalog::JobSettings;
+use crate::connector_api::JobSettings;
+use crate::connector_api::{PipelineContext, PipelineLink, Source};
 use crate::connectors::values::ValuesSource;
-use crate::connectors::{PipelineContext, PipelineLink, Source};
 use crate::planner::{PipelinePlan, SourceSpec};
 use checkpoint::{CheckpointData, CheckpointStore};
 use coordinator::{Acknowledged, Coordinator, Ended, Next, Trigger};
@@ -201,10 +201,10 @@ impl Pipelines {
         ev: &mpsc::Sender<Event>,
     ) -> Result<()> {
         let (mut source, source_table): (Box<dyn Source>, String) = match &plan.source {
-            SourceSpec::Table(t) => (t.factory.create_source(t)?, t.name().to_string()),
+            SourceSpec::Table(t) => (t.create_source()?, t.name().to_string()),
             SourceSpec::Values(b) => (Box::new(ValuesSource::new(b.clone())), "VALUES".to_string()),
         };
-        let mut sink = plan.sink.factory.create_sink(&plan.sink)?;
+        let mut sink = plan.sink.create_sink()?;
         let ctx = PipelineContext {
             job_id: job_id.to_string(),
             pipeline_id: plan.id.clone(),

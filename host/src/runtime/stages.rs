@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::checkpoint::PipelineState;
 use super::metrics::Metrics;
-use crate::connectors::{Sink, Source, SourcePoll};
+use crate::connector_api::{Sink, Source, SourcePoll};
 use crate::planner::Transform;
 
 /// Down a pipeline's channels: rows, a checkpoint barrier with the source's snapshot, the end.

@@ -9,8 +9,10 @@ use std::sync::{Arc, LazyLock, Mutex};
 use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
-use pulsar_connect::catalog::CatalogTable;
-use pulsar_connect::connectors::{ConnectorFactory, MetadataDecl, Registry, Sink, Source};
+use pulsar_connect::connector_api::{
+    CatalogTable, ConnectorFactory, MetadataDecl, Registry, Sink, SinkFactory, Source,
+    SourceFactory,
+};
 use pulsar_connect::options::{OptionDecl, OptionSet, Rule};
 
 static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
@@ -87,16 +89,22 @@ impl ConnectorFactory for FakePulsar {
     fn metadata(&self) -> &[MetadataDecl] {
         METADATA
     }
-    fn supports_source(&self) -> bool {
-        true
+    fn source(&self) -> Option<&dyn SourceFactory> {
+        Some(self)
     }
-    fn supports_sink(&self) -> bool {
-        true
+    fn sink(&self) -> Option<&dyn SinkFactory> {
+        Some(self)
     }
+}
+
+impl SourceFactory for FakePulsar {
     // Built by validation too (it builds every source and sink): only running them fails.
     fn create_source(&self, _t: &CatalogTable) -> Result<Box<dyn Source>> {
         Ok(Box::new(ValidationOnly))
     }
+}
+
+impl SinkFactory for FakePulsar {
     fn create_sink(&self, _t: &CatalogTable) -> Result<Box<dyn Sink>> {
         Ok(Box::new(ValidationOnly))
     }
@@ -113,7 +121,7 @@ impl Source for ValidationOnly {
     async fn poll_batch(
         &mut self,
         _max_rows: usize,
-    ) -> Result<pulsar_connect::connectors::SourcePoll> {
+    ) -> Result<pulsar_connect::connector_api::SourcePoll> {
         anyhow::bail!("fake-pulsar is for validation only")
     }
     fn snapshot(&mut self) -> Result<serde_json::Value> {
@@ -146,15 +154,15 @@ impl ConnectorFactory for CollectFactory {
     fn options(&self) -> &OptionSet {
         &COLLECT_OPTIONS
     }
-    fn supports_source(&self) -> bool {
-        false
+    fn source(&self) -> Option<&dyn SourceFactory> {
+        None
     }
-    fn supports_sink(&self) -> bool {
-        true
+    fn sink(&self) -> Option<&dyn SinkFactory> {
+        Some(self)
     }
-    fn create_source(&self, _t: &CatalogTable) -> Result<Box<dyn Source>> {
-        anyhow::bail!("sink only")
-    }
+}
+
+impl SinkFactory for CollectFactory {
     fn create_sink(&self, t: &CatalogTable) -> Result<Box<dyn Sink>> {
         Ok(Box::new(CollectSink {
             table: t.name().to_string(),

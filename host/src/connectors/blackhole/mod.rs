@@ -6,8 +6,7 @@ use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 
-use crate::catalog::CatalogTable;
-use crate::connectors::{ConnectorFactory, Sink, Source};
+use crate::connector_api::{CatalogTable, ConnectorFactory, Sink, SinkFactory, SourceFactory};
 use crate::options::{OptionDecl, OptionSet};
 
 static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
@@ -45,18 +44,15 @@ impl ConnectorFactory for BlackholeFactory {
     fn options(&self) -> &OptionSet {
         &OPTIONS
     }
-    fn supports_source(&self) -> bool {
-        false
+    fn source(&self) -> Option<&dyn SourceFactory> {
+        None
     }
-    fn supports_sink(&self) -> bool {
-        true
+    fn sink(&self) -> Option<&dyn SinkFactory> {
+        Some(self)
     }
-    fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
-        anyhow::bail!(
-            "table '{}': connector 'blackhole' can only be written to (it is a sink)",
-            table.name()
-        )
-    }
+}
+
+impl SinkFactory for BlackholeFactory {
     fn create_sink(&self, _table: &CatalogTable) -> Result<Box<dyn Sink>> {
         Ok(Box::new(BlackholeSink { rows: 0 }))
     }

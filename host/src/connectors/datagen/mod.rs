@@ -6,7 +6,7 @@
 
 mod generate;
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
@@ -16,8 +16,9 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use serde_json::json;
 
-use crate::catalog::CatalogTable;
-use crate::connectors::{ConnectorFactory, Sink, Source, SourcePoll};
+use crate::connector_api::{
+    CatalogTable, ConnectorFactory, SinkFactory, Source, SourceFactory, SourcePoll,
+};
 use crate::options::{OptionDecl, OptionSet, ResolvedOptions, Rule};
 use crate::sql::ColumnKind;
 
@@ -121,7 +122,7 @@ fn specs(table: &CatalogTable) -> Result<Vec<FieldSpec>> {
     let o: &ResolvedOptions = &table.options;
     let mut out = Vec::new();
     for c in table.source_columns() {
-        let f = crate::catalog::column_field(c);
+        let f = crate::connector_api::column_field(c);
         let name = &c.name;
         let g = |suffix: &str| o.get(&format!("fields.{name}.{suffix}"));
         let kind = match g("kind").unwrap_or("random") {
@@ -200,23 +201,53 @@ impl ConnectorFactory for DatagenFactory {
     fn validate_table(
         &self,
         table: &CatalogTable,
-    ) -> Result<Option<crate::connectors::TableConfigSlot>> {
-        specs(table).map(|_| None)
+    ) -> Result<Option<crate::connector_api::TableConfigSlot>> {
+        Ok(Some(Arc::new(DatagenConfig::of(table)?)))
     }
-    fn supports_source(&self) -> bool {
-        true
+    fn source(&self) -> Option<&dyn SourceFactory> {
+        Some(self)
     }
-    fn supports_sink(&self) -> bool {
-        false
+    fn sink(&self) -> Option<&dyn SinkFactory> {
+        None
     }
+}
+
+impl SourceFactory for DatagenFactory {
     fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
+        let cfg = match table.config_as::<DatagenConfig>() {
+            Some(cfg) => cfg,
+            None => Arc::new(DatagenConfig::of(table)?),
+        };
+        Ok(Box::new(DatagenSource {
+            schema: table.source_schema(),
+            specs: cfg.specs.clone(),
+            rows_per_second: cfg.rows_per_second,
+            total: cfg.total,
+            emitted: 0,
+            rate_base: None,
+            rng: SmallRng::from_os_rng(),
+        }))
+    }
+}
+
+/// A datagen table's options decoded once, at validation.
+#[derive(Debug)]
+struct DatagenConfig {
+    specs: Vec<FieldSpec>,
+    rows_per_second: f64,
+    /// Rows to generate: `number-of-rows`, or fewer when a sequence ends first; `None`: unbounded.
+    total: Option<u64>,
+}
+
+impl DatagenConfig {
+    fn of(table: &CatalogTable) -> Result<Self> {
         if table
             .def
             .columns
             .iter()
             .any(|c| matches!(c.kind, ColumnKind::Metadata { .. }))
         {
-            return Err(anyhow!("connector 'datagen' has no metadata columns"));
+            bail!("connector 'datagen' has no metadata columns");
         }
         let specs = specs(table)?;
         let seq_len = specs
@@ -233,8 +264,7 @@ impl ConnectorFactory for DatagenFactory {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Ok(Box::new(DatagenSource {
-            schema: table.source_schema(),
+        Ok(DatagenConfig {
             specs,
             rows_per_second: table
                 .options
@@ -242,16 +272,7 @@ impl ConnectorFactory for DatagenFactory {
                 .unwrap_or(10000)
                 .max(1) as f64,
             total,
-            emitted: 0,
-            rate_base: None,
-            rng: SmallRng::from_os_rng(),
-        }))
-    }
-    fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
-        bail!(
-            "table '{}': connector 'datagen' can only be read from (it is a source)",
-            table.name()
-        )
+        })
     }
 }
 

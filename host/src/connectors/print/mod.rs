@@ -17,8 +17,7 @@ use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use rand::Rng;
 
-use crate::catalog::CatalogTable;
-use crate::connectors::{ConnectorFactory, Sink, Source};
+use crate::connector_api::{CatalogTable, ConnectorFactory, Sink, SinkFactory, SourceFactory};
 use crate::options::{OptionDecl, OptionSet};
 
 pub use format::{format_row, format_value};
@@ -76,18 +75,15 @@ impl ConnectorFactory for PrintFactory {
     fn options(&self) -> &OptionSet {
         &OPTIONS
     }
-    fn supports_source(&self) -> bool {
-        false
+    fn source(&self) -> Option<&dyn SourceFactory> {
+        None
     }
-    fn supports_sink(&self) -> bool {
-        true
+    fn sink(&self) -> Option<&dyn SinkFactory> {
+        Some(self)
     }
-    fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
-        anyhow::bail!(
-            "table '{}': connector 'print' can only be written to (it is a sink)",
-            table.name()
-        )
-    }
+}
+
+impl SinkFactory for PrintFactory {
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
         let o = &table.options;
         Ok(Box::new(PrintSink {

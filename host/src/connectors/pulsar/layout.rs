@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 
-use crate::catalog::CatalogTable;
+use crate::connector_api::CatalogTable;
 use crate::plugins::schema::SQL_TYPE_KEY;
 use crate::sql::{ColumnKind, FlinkType, TypeKind};
 

@@ -6,11 +6,13 @@
 //!   formats), decoded once when the catalog validates the table and kept by the catalog
 //!   ([`CatalogTable::config`]); [`client_config`]: authentication and TLS files, read then.
 //! - [`layout`]: key / value / metadata columns (`key.fields`, `value.fields-include`).
+//! - [`metadata`]: the metadata keys — one table of key, type, doc, reader and writer.
 //! - [`source`], [`sink`]: the runtime sides.
 
 pub mod client_config;
 pub mod config;
 pub mod layout;
+pub mod metadata;
 pub mod options;
 pub mod schema;
 pub mod sink;
@@ -22,8 +24,10 @@ use std::sync::Arc;
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::catalog::CatalogTable;
-use crate::connectors::{ConnectorFactory, MetadataDecl, Sink, Source, TableConfigSlot};
+use crate::connector_api::{
+    CatalogTable, ConnectorFactory, JobSettings, MetadataDecl, Sink, SinkFactory, Source,
+    SourceFactory, TableConfigSlot,
+};
 use crate::options::OptionSet;
 use crate::plugins::Kind;
 use crate::plugins::catalog::PluginCatalog;
@@ -35,51 +39,6 @@ use source::{PulsarSource, SourceSpec};
 
 /// The router used when `sink.message-router` is not set: Pulsar's default routing.
 pub const DEFAULT_ROUTER: &str = "round-robin";
-
-static METADATA: &[MetadataDecl] = &[
-    MetadataDecl {
-        key: "topic",
-        flink_type: "STRING NOT NULL",
-        readable: true,
-        writable: false,
-        doc: "The topic (partition) the message was read from.",
-    },
-    MetadataDecl {
-        key: "messageId",
-        flink_type: "BYTES NOT NULL",
-        readable: true,
-        writable: false,
-        doc: "Pulsar's serialized message id (`MessageId.toByteArray()` of the Java client).",
-    },
-    MetadataDecl {
-        key: "sequenceId",
-        flink_type: "BIGINT NOT NULL",
-        readable: true,
-        writable: false,
-        doc: "The producer's sequence id.",
-    },
-    MetadataDecl {
-        key: "publishTime",
-        flink_type: "TIMESTAMP_LTZ(3) NOT NULL",
-        readable: true,
-        writable: false,
-        doc: "Publish time.",
-    },
-    MetadataDecl {
-        key: "eventTime",
-        flink_type: "TIMESTAMP_LTZ(3)",
-        readable: true,
-        writable: true,
-        doc: "Event time; NULL when the producer set none (the reference shows 1970-01-01). Written when not NULL and not negative.",
-    },
-    MetadataDecl {
-        key: "properties",
-        flink_type: "MAP<STRING, STRING>",
-        readable: true,
-        writable: true,
-        doc: "Message properties. On write, entries with a NULL key or value are skipped.",
-    },
-];
 
 /// The Pulsar connector under one of its names.
 pub struct PulsarFactory {
@@ -137,7 +96,7 @@ impl ConnectorFactory for PulsarFactory {
     }
 
     fn metadata(&self) -> &[MetadataDecl] {
-        METADATA
+        &metadata::DECLS
     }
 
     fn plugin_option_prefixes(&self, raw: &[(String, String, Pos)]) -> Vec<String> {
@@ -170,11 +129,7 @@ impl ConnectorFactory for PulsarFactory {
         Ok(Some(Arc::new(cfg)))
     }
 
-    fn validate_settings(
-        &self,
-        table: &CatalogTable,
-        settings: &crate::catalog::JobSettings,
-    ) -> Result<()> {
+    fn validate_settings(&self, table: &CatalogTable, settings: &JobSettings) -> Result<()> {
         let cfg = self.config(table)?;
         if cfg.sink.semantic != sink::Semantic::ExactlyOnce {
             return Ok(());
@@ -197,14 +152,16 @@ impl ConnectorFactory for PulsarFactory {
         Ok(())
     }
 
-    fn supports_source(&self) -> bool {
-        true
+    fn source(&self) -> Option<&dyn SourceFactory> {
+        Some(self)
     }
 
-    fn supports_sink(&self) -> bool {
-        true
+    fn sink(&self) -> Option<&dyn SinkFactory> {
+        Some(self)
     }
+}
 
+impl SourceFactory for PulsarFactory {
     fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>> {
         let spec = SourceSpec {
             cfg: self.config(table)?,
@@ -216,13 +173,15 @@ impl ConnectorFactory for PulsarFactory {
         source::make_decoders(&spec)?;
         Ok(Box::new(PulsarSource::new(spec)))
     }
+}
 
+impl SinkFactory for PulsarFactory {
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
         let cfg = self.config(table)?;
         let topic = cfg.sink_topic()?;
         for c in table.sink_columns() {
             if let Some(key) = table.metadata_key(c)
-                && !METADATA.iter().any(|m| m.key == key && m.writable)
+                && !metadata::writable(key)
             {
                 bail!(
                     "table '{}': column '{}': metadata '{key}' is read-only; declare it VIRTUAL to write to the table",
@@ -241,13 +200,10 @@ impl ConnectorFactory for PulsarFactory {
             None => None,
         };
         let spec = SinkSpec {
-            writer: cfg.sink.writer.clone(),
             topic_schema,
             topic,
             schema: table.sink_schema(),
-            semantic: cfg.sink.semantic,
             router: Some(router),
-            dead_letter: cfg.sink.dead_letter.clone(),
             plugins: self.plugins(),
             cfg,
         };

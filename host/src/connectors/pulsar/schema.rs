@@ -154,7 +154,7 @@ mod tests {
         let fields: Vec<_> = def
             .columns
             .iter()
-            .map(crate::catalog::column_field)
+            .map(crate::connector_api::column_field)
             .collect();
         let schema = pulsar_schema(PulsarSchema::Avro, &Schema::new(fields)).unwrap();
         let ours: serde_json::Value = serde_json::from_slice(&schema.schema_data).unwrap();

@@ -3,7 +3,7 @@
 //! A Pulsar → Pulsar INSERT whose sink is exactly-once and whose source has an `admin-url` links the two
 //! through one [`TxnAcks`] per pipeline:
 //!
-//! 1. The source offers it when it learns its pipeline ([`crate::connectors::PipelineLink`]); an
+//! 1. The source offers it when it learns its pipeline ([`crate::connector_api::PipelineLink`]); an
 //!    exactly-once sink claims it. Unclaimed, the source works as before (positions in the checkpoint,
 //!    committed to the subscription on completion).
 //! 2. Claimed, the source waits until the sink has settled the restored checkpoint's transactions

@@ -1,0 +1,47 @@
+//! What a source or sink learns about the pipeline it serves.
+
+use std::sync::Arc;
+
+/// Which job and INSERT a source or sink serves: connectors derive durable names (subscriptions,
+/// producer names, transaction owners) from it, so a restarted job finds what the last run left.
+#[derive(Debug, Clone)]
+pub struct PipelineContext {
+    pub job_id: String,
+    /// The INSERT's id within the job.
+    pub pipeline_id: String,
+    /// `pulsar_connect_sink_dropped_total` of the INSERT's sink table: rows the sink could not write and
+    /// did not fail the job for (`fail-on-write` = false).
+    pub sink_dropped: prometheus::IntCounter,
+    /// Where the INSERT's source and sink meet (see [`PipelineLink`]).
+    pub link: Arc<PipelineLink>,
+}
+
+/// A meeting point for the source and the sink of one INSERT, for connectors whose two sides cooperate
+/// (the Pulsar source's acknowledgements inside the Pulsar sink's transaction): the source offers a value
+/// in `set_context`, the sink (whose `set_context` comes after) looks it up by type.
+#[derive(Default)]
+pub struct PipelineLink {
+    offered: std::sync::Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl PipelineLink {
+    pub fn offer<T: Send + Sync + 'static>(&self, value: Arc<T>) {
+        *self.offered.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+    }
+
+    /// What the source offered, if it is a `T`.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let offered = self
+            .offered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        offered.downcast::<T>().ok()
+    }
+}
+
+impl std::fmt::Debug for PipelineLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PipelineLink")
+    }
+}

@@ -1,0 +1,140 @@
+//! The connector API: what the catalog, the planner and the runtime know of a connector, and what every
+//! connector implements. A leaf below both the catalog and the connectors (neither imports the other).
+//!
+//! - [`ConnectorFactory`]: one per `'connector'` value — its options ([`OptionSet`]), its metadata keys
+//!   ([`MetadataDecl`]), the table checks and the typed configuration decoded once ([`TableConfigSlot`]),
+//!   and its [`SourceFactory`] and/or [`SinkFactory`].
+//! - [`CatalogTable`]: a table as the catalog resolved it (definition, options, the connector's config).
+//! - [`Source`] / [`Sink`]: the read and write sides, driven by the runtime's checkpoint protocol;
+//!   [`PipelineContext`]: which job and INSERT they serve.
+//! - [`Registry`]: the connectors of this process by name (the built-in ones: `connectors::builtin`).
+//! - [`JobSettings`]: the job's `SET` settings, as connectors check them.
+//!
+//! Sources produce Arrow batches in the table's *source schema* (physical and metadata columns in
+//! declaration order, computed columns excluded — the planner computes those). Sinks receive batches in the
+//! table's *sink schema* (physical and non-virtual metadata columns, in declaration order).
+
+mod context;
+pub mod settings;
+mod sink;
+mod source;
+mod table;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::options::OptionSet;
+
+pub use context::{PipelineContext, PipelineLink};
+pub use settings::JobSettings;
+pub use sink::Sink;
+pub use source::{Source, SourcePoll};
+pub use table::{CatalogTable, column_field};
+
+/// A metadata key a connector exposes (`col TYPE METADATA FROM 'key'`).
+#[derive(Debug, Clone)]
+pub struct MetadataDecl {
+    pub key: &'static str,
+    /// The Flink type, for documentation and error messages.
+    pub flink_type: &'static str,
+    pub readable: bool,
+    pub writable: bool,
+    pub doc: &'static str,
+}
+
+/// A connector's typed configuration of one table, decoded once when the catalog validates the table
+/// and kept by it ([`CatalogTable::config`]); opaque to the catalog, downcast by the connector that made it
+/// ([`CatalogTable::config_as`]).
+pub type TableConfigSlot = Arc<dyn std::any::Any + Send + Sync>;
+
+/// Builds the read side of a table.
+pub trait SourceFactory: Send + Sync {
+    /// One source per INSERT that reads `table`, built from the configuration the catalog kept.
+    fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>>;
+}
+
+/// Builds the write side of a table.
+pub trait SinkFactory: Send + Sync {
+    /// One sink per INSERT into `table`, built from the configuration the catalog kept.
+    fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>>;
+}
+
+/// A connector: options, metadata, table checks, and its source and/or sink factory.
+pub trait ConnectorFactory: Send + Sync {
+    /// The `'connector'` value.
+    fn name(&self) -> &'static str;
+    fn options(&self) -> &OptionSet;
+    fn metadata(&self) -> &[MetadataDecl] {
+        &[]
+    }
+    /// Checks that need the whole table (column types, option combinations), and decodes the table's
+    /// options into the connector's typed configuration, which the catalog keeps for the source and sink
+    /// factories (`None`: nothing to keep).
+    fn validate_table(&self, _table: &CatalogTable) -> Result<Option<TableConfigSlot>> {
+        Ok(None)
+    }
+    /// Prefixes of option keys that belong to plugins the table uses (format options such as `json.`),
+    /// given the raw `WITH` options; the catalog leaves them to [`ConnectorFactory::validate_table`].
+    fn plugin_option_prefixes(&self, _raw: &[(String, String, crate::sql::Pos)]) -> Vec<String> {
+        Vec::new()
+    }
+    /// Checks that need the job's settings too (e.g. a transaction timeout against the checkpoint interval).
+    fn validate_settings(&self, _table: &CatalogTable, _settings: &JobSettings) -> Result<()> {
+        Ok(())
+    }
+    /// The read side (`None`: the connector can only be written to).
+    fn source(&self) -> Option<&dyn SourceFactory>;
+    /// The write side (`None`: the connector can only be read from).
+    fn sink(&self) -> Option<&dyn SinkFactory>;
+}
+
+/// Connectors that are part of the product but not in this build yet (the upsert variants).
+pub const PLANNED: &[&str] = &["upsert-pulsar", "upsert-pulsar-inlong"];
+
+/// The connectors of this process, by `'connector'` value.
+#[derive(Clone, Default)]
+pub struct Registry {
+    factories: BTreeMap<String, Arc<dyn ConnectorFactory>>,
+}
+
+impl Registry {
+    pub fn register(&mut self, factory: Arc<dyn ConnectorFactory>) {
+        self.factories.insert(factory.name().to_string(), factory);
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn ConnectorFactory>> {
+        self.factories.get(name).cloned()
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.factories.keys().map(String::as_str).collect()
+    }
+
+    pub fn factories(&self) -> impl Iterator<Item = &Arc<dyn ConnectorFactory>> {
+        self.factories.values()
+    }
+
+    /// The error for a `'connector'` value that is not registered.
+    pub fn unknown_message(&self, name: &str) -> String {
+        if PLANNED.contains(&name) {
+            format!(
+                "connector '{name}' is not available yet in this build of pulsar-connect (the upsert variants are being built); available connectors: {}",
+                self.names().join(", ")
+            )
+        } else {
+            let mut m = format!("unknown connector '{name}'");
+            let mut candidates: Vec<&str> = self.names();
+            candidates.extend(PLANNED);
+            if let Some(best) = crate::options::suggest(name, candidates.iter().copied()) {
+                m.push_str(&format!("; did you mean '{best}'?"));
+            }
+            m.push_str(&format!(
+                "; available connectors: {}",
+                self.names().join(", ")
+            ));
+            m
+        }
+    }
+}

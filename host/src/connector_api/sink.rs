@@ -1,0 +1,45 @@
+//! The write side of a table.
+
+use anyhow::Result;
+use arrow::record_batch::RecordBatch;
+use async_trait::async_trait;
+
+use super::PipelineContext;
+
+/// A table write side. One instance per INSERT into the table.
+///
+/// At-least-once: [`Sink::flush`] must make every row written so far durable (or pre-commit it, for an
+/// exactly-once sink, returning what is needed to commit it in the state); the checkpoint is only written after
+/// every sink's flush returned. [`Sink::notify_checkpoint_complete`] commits pre-committed work.
+#[async_trait]
+pub trait Sink: Send {
+    /// Restores sink state (e.g. pending transactions to commit or abort) from a checkpoint.
+    fn restore(&mut self, _state: serde_json::Value) -> Result<()> {
+        Ok(())
+    }
+
+    /// Which job and INSERT this sink serves (called once, before `restore`).
+    fn set_context(&mut self, _ctx: &PipelineContext) {}
+
+    /// Called once after `restore` and before the first row: connect and check what can be checked, so
+    /// a misconfigured sink fails the job at start.
+    async fn open(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn write(&mut self, batch: RecordBatch) -> Result<()>;
+
+    /// Flush or pre-commit for checkpoint `id`; returns the sink's state for the checkpoint.
+    async fn flush(&mut self, id: u64) -> Result<serde_json::Value>;
+
+    async fn notify_checkpoint_complete(&mut self, _id: u64) -> Result<()> {
+        Ok(())
+    }
+
+    /// The sink failed: release what no checkpoint covers (e.g. abort an open transaction, whose messages
+    /// would otherwise hold back the topic's readers until it times out). Must not fail; log instead.
+    async fn abort(&mut self) {}
+
+    /// End of input: flush and release resources.
+    async fn close(&mut self) -> Result<()>;
+}

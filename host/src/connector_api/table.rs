@@ -1,0 +1,130 @@
+//! A table as the catalog resolved it: its definition, its checked options, its connector and the
+//! connector's typed configuration.
+
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow};
+use arrow::datatypes::{Schema, SchemaRef};
+
+use super::{ConnectorFactory, Sink, Source, TableConfigSlot};
+use crate::options::ResolvedOptions;
+use crate::sql::{ColumnDef, ColumnKind, CreateTable};
+
+/// A table of the job, resolved against its connector.
+pub struct CatalogTable {
+    pub def: CreateTable,
+    pub connector: String,
+    pub options: ResolvedOptions,
+    pub factory: Arc<dyn ConnectorFactory>,
+    /// The connector's typed configuration of the table, decoded once by
+    /// [`ConnectorFactory::validate_table`] (`None` for connectors that keep none).
+    pub config: Option<TableConfigSlot>,
+}
+
+impl std::fmt::Debug for CatalogTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogTable")
+            .field("name", &self.def.name)
+            .field("connector", &self.connector)
+            .finish()
+    }
+}
+
+impl CatalogTable {
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    /// Whether the table's connector can be read (has a source factory).
+    pub fn readable(&self) -> bool {
+        self.factory.source().is_some()
+    }
+
+    /// Whether the table's connector can be written (has a sink factory).
+    pub fn writable(&self) -> bool {
+        self.factory.sink().is_some()
+    }
+
+    /// A source for one INSERT that reads the table.
+    pub fn create_source(&self) -> Result<Box<dyn Source>> {
+        match self.factory.source() {
+            Some(f) => f.create_source(self),
+            None => Err(anyhow!(
+                "table '{}': connector '{}' can only be written to (it is a sink)",
+                self.name(),
+                self.connector
+            )),
+        }
+    }
+
+    /// A sink for one INSERT into the table.
+    pub fn create_sink(&self) -> Result<Box<dyn Sink>> {
+        match self.factory.sink() {
+            Some(f) => f.create_sink(self),
+            None => Err(anyhow!(
+                "table '{}': connector '{}' can only be read from (it is a source)",
+                self.name(),
+                self.connector
+            )),
+        }
+    }
+
+    /// The connector's typed configuration, if it is a `T`.
+    pub fn config_as<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.config.clone()?.downcast::<T>().ok()
+    }
+
+    /// Physical and metadata columns (what a source produces), in declaration order.
+    pub fn source_columns(&self) -> impl Iterator<Item = &ColumnDef> {
+        self.def
+            .columns
+            .iter()
+            .filter(|c| !matches!(c.kind, ColumnKind::Computed { .. }))
+    }
+
+    /// Physical and non-virtual metadata columns (what an INSERT writes), in declaration order.
+    pub fn sink_columns(&self) -> impl Iterator<Item = &ColumnDef> {
+        self.def.columns.iter().filter(|c| match &c.kind {
+            ColumnKind::Physical(_) => true,
+            ColumnKind::Metadata { is_virtual, .. } => !is_virtual,
+            ColumnKind::Computed { .. } => false,
+        })
+    }
+
+    pub fn source_schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.source_columns().map(column_field).collect::<Vec<_>>(),
+        ))
+    }
+
+    pub fn sink_schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.sink_columns().map(column_field).collect::<Vec<_>>(),
+        ))
+    }
+
+    /// The metadata key of a metadata column (`FROM 'key'`, else the column name).
+    pub fn metadata_key<'a>(&self, column: &'a ColumnDef) -> Option<&'a str> {
+        match &column.kind {
+            ColumnKind::Metadata { key, .. } => Some(key.as_deref().unwrap_or(&column.name)),
+            _ => None,
+        }
+    }
+
+    pub fn has_metadata_columns(&self) -> bool {
+        self.def
+            .columns
+            .iter()
+            .any(|c| matches!(c.kind, ColumnKind::Metadata { .. }))
+    }
+}
+
+/// The Arrow field of a physical or metadata column.
+pub fn column_field(c: &ColumnDef) -> arrow::datatypes::Field {
+    match &c.kind {
+        ColumnKind::Physical(ty) | ColumnKind::Metadata { ty, .. } => ty.to_field(&c.name),
+        ColumnKind::Computed { .. } => {
+            arrow::datatypes::Field::new(&c.name, arrow::datatypes::DataType::Null, true)
+        }
+    }
+}

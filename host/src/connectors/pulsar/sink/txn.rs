@@ -1,0 +1,138 @@
+//! Exactly-once: one transaction per checkpoint period (opened with every partition of the topic
+//! registered), committed when the checkpoint completes; a restored checkpoint's transactions committed or
+//! aborted on connect; a linked Pulsar source's acknowledgements inside the same transaction.
+
+use std::time::Duration;
+
+use anyhow::{Result, anyhow};
+use magnetar::Transaction;
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+
+use super::PulsarSink;
+use crate::connectors::pulsar::txn_acks::TxnAcks;
+use crate::pulsar::transactions::{EndOutcome, TxnCoordinator, TxnRef};
+
+/// Exactly-once state in a checkpoint: the transaction holding the rows of the checkpoint (committed when
+/// it completes) and the one opened for the rows after it (aborted if the job restarts from it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TxnState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort: Option<String>,
+}
+
+impl PulsarSink {
+    /// Linked: commits every pre-committed transaction still open (their checkpoints timed out; the
+    /// subscription's cursor moves with them, so committing early keeps output and input together), then
+    /// acknowledges the source's positions of checkpoint `id` in the current transaction.
+    pub(super) async fn ack_source_in_txn(&mut self, acks: &TxnAcks, id: u64) -> Result<()> {
+        let table = self.spec.cfg.table.clone();
+        while let Some((cid, txn)) = self.pending.pop_front() {
+            let run = self.running().await?;
+            run.client.commit_transaction(txn).await.map_err(|e| {
+                anyhow!(
+                    "table '{table}': committing the transaction {} of checkpoint {cid}: {e}",
+                    TxnRef(txn.id())
+                )
+            })?;
+        }
+        let positions = acks.take(id);
+        if positions.is_empty() {
+            return Ok(());
+        }
+        let txn = match self.txn {
+            Some(t) => t,
+            None => {
+                let t = self.open_txn().await?;
+                self.txn = Some(t);
+                t
+            }
+        };
+        let run = self.running().await?;
+        for p in positions {
+            run.client
+                .register_subscription_to_transaction(txn, p.topic.clone(), p.subscription.clone())
+                .await
+                .map_err(|e| {
+                    anyhow!(
+                        "table '{table}': adding subscription '{}' of {} to the transaction: {e}",
+                        p.subscription,
+                        p.topic
+                    )
+                })?;
+            p.consumer
+                .ack_cumulative_with_txn(p.through, txn.id())
+                .await
+                .map_err(|e| {
+                    anyhow!(
+                        "table '{table}': acknowledging {} of {} in transaction {}: {e}",
+                        crate::pulsar::message_id::format_message_id(&p.through),
+                        p.topic,
+                        TxnRef(txn.id())
+                    )
+                })?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn txn_timeout(&self) -> Duration {
+        self.spec.cfg.sink.txn_timeout
+    }
+
+    /// Opens a transaction and registers every partition of the topic with it.
+    pub(super) async fn open_txn(&mut self) -> Result<Transaction> {
+        let timeout = self.txn_timeout();
+        let table = self.spec.cfg.table.clone();
+        let run = self.running().await?;
+        let txn = run.client.new_transaction(timeout).await.map_err(|e| {
+            anyhow!("table '{table}': opening a transaction (is transactionCoordinatorEnabled=true on the broker?): {e}")
+        })?;
+        let topics: Vec<String> = run
+            .writer
+            .partition_topics()
+            .map(|t| t.to_string())
+            .collect();
+        for t in topics {
+            run.client
+                .register_partition_to_transaction(txn, t.clone())
+                .await
+                .map_err(|e| anyhow!("table '{table}': registering {t} with transaction: {e}"))?;
+        }
+        Ok(txn)
+    }
+
+    /// Commits / aborts what a restored checkpoint recorded, through a fresh coordinator connection.
+    pub(super) async fn recover(&mut self) -> Result<()> {
+        let Some(state) = self.recover.take() else {
+            return Ok(());
+        };
+        let table = self.spec.cfg.table.clone();
+        let tc = TxnCoordinator::connect(&self.spec.cfg.client).await?;
+        if let Some(t) = &state.commit {
+            let txn: TxnRef = t.parse()?;
+            match tc.commit(txn).await? {
+                EndOutcome::Done => {
+                    info!(table = %table, txn = %txn, "committed the transaction of the restored checkpoint")
+                }
+                EndOutcome::Unknown(why) => {
+                    warn!(table = %table, txn = %txn, "the restored checkpoint's transaction is already ended (committed before the restart, or expired: with 'transaction-timeout' above the checkpoint interval it was committed): {why}")
+                }
+            }
+        }
+        if let Some(t) = &state.abort {
+            let txn: TxnRef = t.parse()?;
+            match tc.abort(txn).await? {
+                EndOutcome::Done => {
+                    info!(table = %table, txn = %txn, "aborted the transaction opened after the restored checkpoint")
+                }
+                EndOutcome::Unknown(why) => {
+                    info!(table = %table, txn = %txn, "the transaction opened after the restored checkpoint is already ended: {why}")
+                }
+            }
+        }
+        tc.close().await;
+        Ok(())
+    }
+}

@@ -1,0 +1,88 @@
+//! Positions at checkpoints: the acknowledgements a linked source hands to the sink's transaction for a
+//! checkpoint, and the cumulative acknowledgement of a completed checkpoint's positions on the job's
+//! subscription otherwise.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use tracing::warn;
+
+use super::{PulsarSource, Stage};
+use crate::connectors::pulsar::txn_acks::SplitAck;
+use crate::pulsar::reader::compare_positions;
+
+impl PulsarSource {
+    /// Linked to the sink's transactions: everything emitted so far reaches the sink before checkpoint
+    /// `id`'s barrier, so the sink acknowledges it in the transaction it pre-commits for that checkpoint.
+    pub(super) fn publish_linked_acks(&mut self, id: u64) {
+        let (Some(acks), Stage::Running(run)) = (self.linked(), &self.stage) else {
+            return;
+        };
+        let mut batch = Vec::new();
+        for r in run.splits.readers() {
+            let topic = r.key();
+            let Some(through) = r.last_whole_entry() else {
+                continue;
+            };
+            let newer = self
+                .published
+                .get(&topic)
+                .is_none_or(|p| compare_positions(&through, p) == std::cmp::Ordering::Greater);
+            if newer {
+                self.published.insert(topic.clone(), through);
+                batch.push(SplitAck {
+                    topic,
+                    subscription: self.subscription.clone(),
+                    consumer: r.consumer().clone(),
+                    through,
+                });
+            }
+        }
+        acks.publish(id, batch);
+    }
+
+    /// Checkpoint `id` (and every snapshot before it) is durable: commit its positions to the job's
+    /// subscription, so Pulsar's tools show the backlog (the checkpoint, not the subscription, is where a
+    /// restart resumes; a failed commit only leaves the backlog stale).
+    pub(super) async fn commit_completed(&mut self, id: u64) -> Result<()> {
+        let mut done = None;
+        while let Some((sid, _)) = self.snapshots.front() {
+            if *sid > id {
+                break;
+            }
+            done = self.snapshots.pop_front();
+        }
+        let Some((_, positions)) = done else {
+            return Ok(());
+        };
+        if self.linked().is_some() {
+            // The sink's transaction carried the acknowledgements.
+            return Ok(());
+        }
+        let Stage::Running(run) = &self.stage else {
+            return Ok(());
+        };
+        let retries = self.spec.cfg.source.commit_retries;
+        for reader in run.splits.readers() {
+            let Some(cp) = positions.get(&reader.key()) else {
+                continue;
+            };
+            let mut attempt = 0;
+            loop {
+                match reader.commit(cp).await {
+                    Ok(()) => break,
+                    Err(e) if attempt < retries => {
+                        attempt += 1;
+                        warn!(split = %reader.split().topic, attempt, "commit failed, retrying: {e:#}");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    Err(e) => {
+                        warn!(split = %reader.split().topic, "committing the position of checkpoint {id} failed (the checkpoint still holds it; only the subscription's backlog is stale): {e:#}");
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+//! Connecting: the client and admin client, the topics to read, one reader per split (and key range) at its
+//! start, the format plugins; discovery rounds that open the readers of new splits.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow};
+use tracing::{info, warn};
+
+use super::decode::make_decoders;
+use super::startup::{abort_stale_transactions, start_position};
+use super::{Running, SourceSpec, SourceState};
+use crate::connectors::pulsar::config::PulsarTableConfig;
+use crate::connectors::pulsar::txn_acks::TxnAcks;
+use crate::pulsar::admin;
+use crate::pulsar::reader::{
+    DataLossPolicy, KeyRange, SplitReader, SplitSet, StartPosition, key_ranges, state_key,
+};
+use crate::pulsar::topics::{Discovery, Split};
+use magnetar::PulsarClient;
+use magnetar::admin::AdminClient;
+
+/// The readers of each split: one for every key (the default), or one per share of the key hash space
+/// with `enable-key-hash-range` (`scan.parallelism` shares).
+pub(super) fn reader_ranges(cfg: &PulsarTableConfig) -> Vec<Option<KeyRange>> {
+    match cfg.source.key_ranges {
+        None => vec![None],
+        Some(n) => key_ranges(n).into_iter().map(Some).collect(),
+    }
+}
+
+pub(super) fn discovery_interval(cfg: &PulsarTableConfig) -> Option<Duration> {
+    cfg.source.discovery
+}
+
+/// Connects and opens every split at its start (restored, or the configured startup mode).
+pub(super) async fn connect(
+    spec: SourceSpec,
+    subscription: String,
+    restored: Option<SourceState>,
+    linked: Option<Arc<TxnAcks>>,
+) -> Result<Running> {
+    let cfg = &spec.cfg;
+    let client = crate::pulsar::connect(&cfg.client).await?;
+    let admin = match &cfg.admin_url {
+        Some(url) => Some(admin::admin_client_for(url, &cfg.client).await?),
+        None => None,
+    };
+    let splits = cfg
+        .source
+        .selection
+        .splits(&client, admin.as_ref())
+        .await
+        .with_context(|| format!("table '{}': listing the topics to read", cfg.table))?;
+    if splits.is_empty() {
+        warn!(table = %cfg.table, "no topic matches yet; waiting for discovery");
+    }
+    let policy = cfg.source.data_loss;
+    // Linked to the sink's transactions: the subscription's cursor is where to resume.
+    let mut at_cursor = std::collections::BTreeSet::new();
+    if let (Some(acks), Some(url)) = (&linked, &cfg.admin_url) {
+        acks.wait_recovered()
+            .await
+            .with_context(|| format!("table '{}': before reading", cfg.table))?;
+        abort_stale_transactions(cfg, url, &splits, &subscription).await?;
+        for split in &splits {
+            if subscription_exists(url, &cfg.client, split, &subscription).await? {
+                at_cursor.insert(split.topic.to_string());
+            }
+        }
+    }
+    let mut readers = Vec::new();
+    let ranges = reader_ranges(cfg);
+    for split in &splits {
+        for range in &ranges {
+            let key = state_key(split, *range);
+            let start = start_position(
+                &client,
+                cfg,
+                split,
+                &key,
+                restored.as_ref(),
+                at_cursor.contains(split.topic.as_str()),
+                &subscription,
+            )
+            .await?;
+            let mut reader = SplitReader::open_range(
+                &client,
+                split.clone(),
+                &subscription,
+                start,
+                policy,
+                *range,
+            )
+            .await
+            .with_context(|| format!("table '{}': opening {}", cfg.table, split.topic))?;
+            if linked.is_some() {
+                reader.whole_entries();
+            }
+            readers.push(reader);
+        }
+    }
+    info!(table = %cfg.table, splits = readers.len(), subscription = %subscription, "reading");
+    let interval = discovery_interval(cfg);
+    let discovery = interval.map(|_| Discovery::new(cfg.source.selection.clone(), splits.clone()));
+    let decoders = {
+        let spec = spec.clone();
+        tokio::task::spawn_blocking(move || make_decoders(&spec))
+            .await
+            .map_err(|e| anyhow!("loading the format plugins: {e}"))??
+    };
+    Ok(Running {
+        client: Arc::new(client),
+        admin,
+        splits: SplitSet::new(readers),
+        discovery,
+        next_discovery: Instant::now() + interval.unwrap_or(Duration::ZERO),
+        discovering: None,
+        decoders: Some(decoders),
+        decoding: None,
+    })
+}
+
+/// Whether the job's subscription exists on `split` (a linked source resumes at its cursor).
+pub(super) async fn subscription_exists(
+    admin_url: &str,
+    client: &crate::pulsar::ClientConfig,
+    split: &Split,
+    subscription: &str,
+) -> Result<bool> {
+    Ok(admin::subscriptions(admin_url, client, &split.topic)
+        .await?
+        .iter()
+        .any(|s| s == subscription))
+}
+
+/// A discovery round as its own task: the readers of the splits that appeared since the last round, each
+/// read from its earliest message.
+pub(super) fn spawn_discovery(
+    client: Arc<PulsarClient>,
+    admin: Option<AdminClient>,
+    mut discovery: Discovery,
+    subscription: String,
+    ranges: Vec<Option<KeyRange>>,
+    policy: DataLossPolicy,
+    whole_entries: bool,
+) -> super::Discovering {
+    tokio::spawn(async move {
+        let new = discovery.new_splits(&client, admin.as_ref()).await?;
+        let mut readers = Vec::new();
+        for split in new {
+            for range in &ranges {
+                let mut r = SplitReader::open_range(
+                    &client,
+                    split.clone(),
+                    &subscription,
+                    StartPosition::Earliest,
+                    policy,
+                    *range,
+                )
+                .await?;
+                if whole_entries {
+                    r.whole_entries();
+                }
+                readers.push(r);
+            }
+        }
+        Ok((discovery, readers))
+    })
+}

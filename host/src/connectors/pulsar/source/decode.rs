@@ -1,0 +1,218 @@
+//! Decoding a received batch: the value (and key) format plugins, then the table's columns in its layout
+//! (key, value and metadata columns), on a blocking thread (plugin calls must not run on a runtime worker).
+
+use anyhow::{Result, anyhow, bail};
+use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow::compute::take;
+use arrow::datatypes::SchemaRef;
+use magnetar::proto::event::IncomingMessage;
+
+use super::SourceSpec;
+use crate::connectors::pulsar::config::FormatSpec;
+use crate::connectors::pulsar::layout::{ColumnSource, Layout};
+use crate::connectors::pulsar::metadata;
+use crate::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef};
+use crate::pulsar::message;
+use crate::pulsar::message_id::format_message_id;
+use crate::pulsar::reader::SplitCheckpoint;
+use crate::pulsar::topics::Split;
+
+pub(crate) struct Decoders {
+    value: Decoder,
+    value_spec: FormatSpec,
+    key: Option<(Decoder, FormatSpec)>,
+}
+
+/// One decoded batch and the split position after it.
+pub(super) struct Decoded {
+    pub(super) batch: RecordBatch,
+    pub(super) split: String,
+    pub(super) position: SplitCheckpoint,
+    pub(super) skipped: u64,
+}
+
+/// The table's key and value decoders: plugins loaded (verified, compiled through the cache) and their
+/// `create-decoder` factories run with the table's row types and options.
+pub(crate) fn make_decoders(spec: &SourceSpec) -> Result<Decoders> {
+    let cfg = &spec.cfg;
+    let value_spec = cfg
+        .value_format
+        .clone()
+        .ok_or_else(|| anyhow!("table '{}': no value format", cfg.table))?;
+    let plugin = spec.plugins.load(&value_spec.plugin, Kind::Format)?;
+    let value = Decoder::new(
+        &plugin,
+        &value_spec.options,
+        cfg.layout.value_schema.clone(),
+    )
+    .map_err(|e| value_spec.factory_error(&cfg.table, &e))?;
+    let key = match (&cfg.key_format, &cfg.layout.key_schema) {
+        (Some(k), Some(schema)) => {
+            let plugin = spec.plugins.load(&k.plugin, Kind::Format)?;
+            let d = Decoder::new(&plugin, &k.options, schema.clone())
+                .map_err(|e| k.factory_error(&cfg.table, &e))?;
+            Some((d, k.clone()))
+        }
+        _ => None,
+    };
+    Ok(Decoders {
+        value,
+        value_spec,
+        key,
+    })
+}
+
+pub(super) struct DecodeJob {
+    pub(super) table: String,
+    pub(super) schema: SchemaRef,
+    pub(super) layout: Layout,
+    pub(super) split: Split,
+    /// The reader's checkpoint key.
+    pub(super) key: String,
+    pub(super) position: SplitCheckpoint,
+    pub(super) msgs: Vec<IncomingMessage>,
+}
+
+impl DecodeJob {
+    pub(super) fn run(self, mut decoders: Decoders) -> (Decoders, Result<Decoded>) {
+        let out = self.decode(&mut decoders);
+        (decoders, out)
+    }
+
+    fn failure(&self, i: usize, format: &str, reason: &str) -> anyhow::Error {
+        let m = &self.msgs[i];
+        anyhow!(
+            "table '{}': cannot decode message {} of {} (partition {}) with format '{format}': {reason} (set '{format}.ignore-parse-errors' = 'true' to skip such messages)",
+            self.table,
+            format_message_id(&m.message_id),
+            self.split.topic,
+            self.split.partition
+        )
+    }
+
+    fn decode(&self, decoders: &mut Decoders) -> Result<Decoded> {
+        let n = self.msgs.len();
+        // Values.
+        let mut values = MessageBatchBuilder::new();
+        for m in &self.msgs {
+            let payload: &[u8] = if message::is_null_value(m) {
+                &[]
+            } else {
+                &m.payload
+            };
+            values.push(MessageRef {
+                payload,
+                key: None,
+                properties: &[],
+                event_time: message::event_time_ms(m).map(|t| t as i64),
+            });
+        }
+        let value_decoded = decoders
+            .value
+            .decode(values.finish(false))
+            .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
+        let mut bad = vec![false; n];
+        let mut skipped = 0u64;
+        for e in &value_decoded.errors {
+            let i = e.index as usize;
+            // A skip: the format drops the message itself (Flink returns no row, e.g. an empty JSON
+            // payload); anything else is an error unless the user asked to skip those too.
+            if !e.skip && !decoders.value_spec.skip_errors {
+                return Err(self.failure(i, &decoders.value_spec.plugin, &e.reason));
+            }
+            bad[i] = true;
+        }
+        // Value row of each message (None: it failed).
+        let mut value_row = vec![None; n];
+        {
+            let mut r = 0u32;
+            // `bad`: every message the format listed in `errors` (each produced no row).
+            for (slot, failed) in value_row.iter_mut().zip(&bad) {
+                if !*failed {
+                    *slot = Some(r);
+                    r += 1;
+                }
+            }
+        }
+        // Keys: only messages that have one are decoded; the others get NULL key columns.
+        let mut key_row: Vec<Option<u32>> = vec![None; n];
+        let mut key_batch = None;
+        if let Some((decoder, spec)) = &mut decoders.key {
+            let mut keys = MessageBatchBuilder::new();
+            let mut keyed = Vec::new();
+            for (i, m) in self.msgs.iter().enumerate() {
+                if let Some(k) = message::key_bytes(m) {
+                    keys.push(MessageRef {
+                        payload: &k,
+                        key: None,
+                        properties: &[],
+                        event_time: None,
+                    });
+                    keyed.push(i);
+                }
+            }
+            let decoded = decoder
+                .decode(keys.finish(false))
+                .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
+            let mut failed = vec![false; keyed.len()];
+            for e in &decoded.errors {
+                let i = keyed[e.index as usize];
+                if !e.skip && !spec.skip_errors {
+                    return Err(self.failure(i, &format!("key {}", spec.plugin), &e.reason));
+                }
+                failed[e.index as usize] = true;
+                bad[i] = true;
+            }
+            let mut r = 0u32;
+            for (j, &i) in keyed.iter().enumerate() {
+                if !failed[j] {
+                    key_row[i] = Some(r);
+                    r += 1;
+                }
+            }
+            key_batch = Some(decoded.batch);
+        }
+        let good: Vec<usize> = (0..n).filter(|&i| !bad[i]).collect();
+        skipped += (n - good.len()) as u64;
+        let value_idx = UInt32Array::from(
+            good.iter()
+                .map(|&i| value_row[i])
+                .collect::<Vec<Option<u32>>>(),
+        );
+        let key_idx = UInt32Array::from(
+            good.iter()
+                .map(|&i| key_row[i])
+                .collect::<Vec<Option<u32>>>(),
+        );
+        let topic = self.split.topic.as_str();
+        let rows: Vec<metadata::Received<'_>> =
+            good.iter().map(|&i| (topic, &self.msgs[i])).collect();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
+        for (c, field) in self.layout.source.iter().zip(self.schema.fields()) {
+            let col = match c {
+                ColumnSource::Value(v) => take(value_decoded.batch.column(*v), &value_idx, None)?,
+                ColumnSource::Key(k) => match &key_batch {
+                    Some(b) => take(b.column(*k), &key_idx, None)?,
+                    None => bail!("internal: key column without a key format"),
+                },
+                ColumnSource::Metadata(key) => {
+                    metadata::read_column(key, field.data_type(), &rows)?
+                }
+            };
+            columns.push(col);
+        }
+        let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| {
+            anyhow!(
+                "table '{}': rows read from {} do not fit the table's columns: {e} (a NOT NULL column got a NULL, e.g. a key column of a message without a key?)",
+                self.table,
+                self.split.topic
+            )
+        })?;
+        Ok(Decoded {
+            batch,
+            split: self.key.clone(),
+            position: self.position.clone(),
+            skipped,
+        })
+    }
+}
