@@ -154,13 +154,47 @@ impl TopicSelection {
 pub struct Discovery {
     selection: TopicSelection,
     known: BTreeSet<Split>,
+    /// Rounds in a row that failed (listing, or opening a discovered split).
+    failed_rounds: u32,
 }
+
+/// Discovery rounds in a row that may fail (each logged, the splits retried at the next round) before the
+/// source fails: a partition the broker has just added can refuse consumers for a moment, a listing can
+/// time out, but a topic that stays unreadable is an error.
+pub const MAX_FAILED_DISCOVERY_ROUNDS: u32 = 10;
 
 impl Discovery {
     pub fn new(selection: TopicSelection, known: impl IntoIterator<Item = Split>) -> Self {
         Discovery {
             selection,
             known: known.into_iter().collect(),
+            failed_rounds: 0,
+        }
+    }
+
+    /// A split found by a round that could not be opened: found again (and retried) by the next round.
+    pub fn forget(&mut self, split: &Split) {
+        self.known.remove(split);
+    }
+
+    /// The outcome of a round: `Err` once [`MAX_FAILED_DISCOVERY_ROUNDS`] rounds in a row failed.
+    pub fn round_done(&mut self, failure: Option<anyhow::Error>) -> Result<()> {
+        match failure {
+            None => {
+                self.failed_rounds = 0;
+                Ok(())
+            }
+            Some(e) => {
+                self.failed_rounds += 1;
+                if self.failed_rounds >= MAX_FAILED_DISCOVERY_ROUNDS {
+                    Err(e.context(format!(
+                        "partition discovery failed {} rounds in a row",
+                        self.failed_rounds
+                    )))
+                } else {
+                    Ok(())
+                }
+            }
         }
     }
 
@@ -258,6 +292,21 @@ pub async fn topics_matching(client: &PulsarClient, pattern: &str) -> Result<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn discovery_fails_only_after_rounds_in_a_row_fail() {
+        let mut d = Discovery::new(TopicSelection::Pattern("persistent://public/default/x-.*".into()), []);
+        for _ in 1..MAX_FAILED_DISCOVERY_ROUNDS {
+            d.round_done(Some(anyhow::anyhow!("refused"))).unwrap();
+        }
+        // A good round resets the count.
+        d.round_done(None).unwrap();
+        for _ in 1..MAX_FAILED_DISCOVERY_ROUNDS {
+            d.round_done(Some(anyhow::anyhow!("refused"))).unwrap();
+        }
+        let e = d.round_done(Some(anyhow::anyhow!("refused"))).unwrap_err();
+        assert!(format!("{e:#}").contains("rounds in a row: refused"), "{e:#}");
+    }
 
     #[test]
     fn completes_short_patterns() {

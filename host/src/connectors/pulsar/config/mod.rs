@@ -10,6 +10,8 @@ mod startup;
 
 use std::time::Duration;
 
+use arrow::datatypes::SchemaRef;
+
 use anyhow::{Context as _, Result, anyhow};
 
 use super::client_config::{authentication, tls_options};
@@ -19,7 +21,7 @@ use crate::connector_api::CatalogTable;
 use crate::options::{OptionError, ResolvedOptions};
 use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::error::PluginError;
-use crate::plugins::{Kind, Manifest};
+use crate::plugins::{Kind, Manifest, Plugin};
 use crate::pulsar::client::ClientConfig;
 use crate::pulsar::reader::DataLossPolicy;
 use crate::pulsar::topics::{TopicName, TopicSelection, parse_topic_list};
@@ -188,6 +190,31 @@ fn option_error(table: &str, option: &str, message: impl Into<String>) -> anyhow
 }
 
 impl PulsarTableConfig {
+    /// The table's value codec and, with a key format, its key codec: each format plugin loaded (verified,
+    /// compiled through the cache) and `make` (a decoder's or an encoder's factory) run with the format's
+    /// options and row type; a refusal names the table's format option.
+    pub fn format_codecs<T>(
+        &self,
+        plugins: &PluginCatalog,
+        make: impl Fn(&Plugin, &[(String, String)], SchemaRef) -> Result<T, PluginError>,
+    ) -> Result<(T, Option<(T, &FormatSpec)>)> {
+        let value_spec = self
+            .value_format
+            .as_ref()
+            .ok_or_else(|| anyhow!("table '{}': no value format", self.table))?;
+        let build = |spec: &FormatSpec, schema: &SchemaRef| -> Result<T> {
+            let plugin = plugins.load(&spec.plugin, Kind::Format)?;
+            make(&plugin, &spec.options, schema.clone())
+                .map_err(|e| spec.factory_error(&self.table, &e))
+        };
+        let value = build(value_spec, &self.layout.value_schema)?;
+        let key = match (&self.key_format, &self.layout.key_schema) {
+            (Some(k), Some(schema)) => Some((build(k, schema)?, k)),
+            _ => None,
+        };
+        Ok((value, key))
+    }
+
     /// Decodes `table`'s validated options (the option layer has applied defaults and rules) and reads
     /// the files they name. Called once per table, by the catalog's validation.
     pub fn decode(table: &CatalogTable, catalog: &PluginCatalog) -> Result<Self> {

@@ -9,7 +9,6 @@ use arrow::datatypes::SchemaRef;
 use magnetar::OutgoingMessage;
 
 use super::SinkSpec;
-use crate::connectors::pulsar::config::FormatSpec;
 use crate::connectors::pulsar::metadata::write_columns;
 use crate::plugins::messages::PropertyBatchBuilder;
 use crate::plugins::{Encoded, Encoder, KeyBatchBuilder, Kind, Router};
@@ -24,27 +23,8 @@ pub(crate) struct Codecs {
 /// factories run with the table's row types and options.
 pub(crate) fn make_codecs(spec: &SinkSpec) -> Result<Codecs> {
     let cfg = &spec.cfg;
-    let value_spec: &FormatSpec = cfg
-        .value_format
-        .as_ref()
-        .ok_or_else(|| anyhow!("table '{}': no value format", cfg.table))?;
-    let plugin = spec.plugins.load(&value_spec.plugin, Kind::Format)?;
-    let value = Encoder::new(
-        &plugin,
-        &value_spec.options,
-        cfg.layout.value_schema.clone(),
-    )
-    .map_err(|e| value_spec.factory_error(&cfg.table, &e))?;
-    let key = match (&cfg.key_format, &cfg.layout.key_schema) {
-        (Some(k), Some(schema)) => {
-            let plugin = spec.plugins.load(&k.plugin, Kind::Format)?;
-            Some(
-                Encoder::new(&plugin, &k.options, schema.clone())
-                    .map_err(|e| k.factory_error(&cfg.table, &e))?,
-            )
-        }
-        _ => None,
-    };
+    let (value, key) = cfg.format_codecs(&spec.plugins, Encoder::new)?;
+    let key = key.map(|(k, _)| k);
     let router =
         match &spec.router {
             Some((name, options)) => {

@@ -146,25 +146,67 @@ pub(super) fn spawn_discovery(
     whole_entries: bool,
 ) -> super::Discovering {
     tokio::spawn(async move {
-        let new = discovery.new_splits(&client, admin.as_ref()).await?;
+        let new = match discovery.new_splits(&client, admin.as_ref()).await {
+            Ok(new) => new,
+            Err(e) => {
+                warn!("partition discovery: listing the topics failed; retrying at the next round: {e:#}");
+                discovery.round_done(Some(e))?;
+                return Ok((discovery, Vec::new()));
+            }
+        };
         let mut readers = Vec::new();
+        let mut failure = None;
         for split in new {
-            for range in &ranges {
-                let mut r = SplitReader::open_range(
-                    &client,
-                    split.clone(),
-                    &subscription,
-                    StartPosition::Earliest,
-                    policy,
-                    *range,
-                )
-                .await?;
+            match open_split(&client, &split, &subscription, &ranges, policy, whole_entries).await
+            {
+                Ok(opened) => readers.extend(opened),
+                Err(e) => {
+                    warn!(split = %split.topic, "partition discovery: opening a new split failed; retrying at the next round: {e:#}");
+                    discovery.forget(&split);
+                    failure = Some(e);
+                }
+            }
+        }
+        discovery.round_done(failure)?;
+        Ok((discovery, readers))
+    })
+}
+
+/// The readers of a discovered split (one per key range), from its earliest message; none when one of
+/// them cannot be opened (those already open are closed, so a retry opens them all again).
+async fn open_split(
+    client: &PulsarClient,
+    split: &Split,
+    subscription: &str,
+    ranges: &[Option<KeyRange>],
+    policy: DataLossPolicy,
+    whole_entries: bool,
+) -> Result<Vec<SplitReader>> {
+    let mut readers = Vec::new();
+    for range in ranges {
+        match SplitReader::open_range(
+            client,
+            split.clone(),
+            subscription,
+            StartPosition::Earliest,
+            policy,
+            *range,
+        )
+        .await
+        {
+            Ok(mut r) => {
                 if whole_entries {
                     r.whole_entries();
                 }
                 readers.push(r);
             }
+            Err(e) => {
+                for r in readers {
+                    let _ = r.close().await;
+                }
+                return Err(e);
+            }
         }
-        Ok((discovery, readers))
-    })
+    }
+    Ok(readers)
 }

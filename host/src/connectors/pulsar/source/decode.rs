@@ -11,7 +11,7 @@ use super::SourceSpec;
 use crate::connectors::pulsar::config::FormatSpec;
 use crate::connectors::pulsar::layout::{ColumnSource, Layout};
 use crate::connectors::pulsar::metadata;
-use crate::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef};
+use crate::plugins::{Decoder, MessageBatchBuilder, MessageRef};
 use crate::pulsar::message;
 use crate::pulsar::message_id::format_message_id;
 use crate::pulsar::reader::SplitCheckpoint;
@@ -35,30 +35,15 @@ pub(super) struct Decoded {
 /// `create-decoder` factories run with the table's row types and options.
 pub(crate) fn make_decoders(spec: &SourceSpec) -> Result<Decoders> {
     let cfg = &spec.cfg;
+    let (value, key) = cfg.format_codecs(&spec.plugins, Decoder::new)?;
     let value_spec = cfg
         .value_format
         .clone()
         .ok_or_else(|| anyhow!("table '{}': no value format", cfg.table))?;
-    let plugin = spec.plugins.load(&value_spec.plugin, Kind::Format)?;
-    let value = Decoder::new(
-        &plugin,
-        &value_spec.options,
-        cfg.layout.value_schema.clone(),
-    )
-    .map_err(|e| value_spec.factory_error(&cfg.table, &e))?;
-    let key = match (&cfg.key_format, &cfg.layout.key_schema) {
-        (Some(k), Some(schema)) => {
-            let plugin = spec.plugins.load(&k.plugin, Kind::Format)?;
-            let d = Decoder::new(&plugin, &k.options, schema.clone())
-                .map_err(|e| k.factory_error(&cfg.table, &e))?;
-            Some((d, k.clone()))
-        }
-        _ => None,
-    };
     Ok(Decoders {
         value,
         value_spec,
-        key,
+        key: key.map(|(d, k)| (d, k.clone())),
     })
 }
 
