@@ -71,7 +71,9 @@ INSERT INTO sink SELECT * FROM src;
     child = subprocess.Popen(
         wrap + [binary, "--plugin-dir", plugins, "run", job, "--state-dir", os.path.join(work, "state"),
          "--fresh", "--metrics-addr", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "job.log"), "w"), env=env)
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "job.log"), "w"), env=env,
+        # Its own process group: the stop below reaches the job through a wrapper script (heaptrack).
+        start_new_session=True)
     started, first = time.time(), None
     hwm_started, cpu_started = 0, 0.0
     try:
@@ -125,7 +127,7 @@ INSERT INTO sink SELECT * FROM src;
     finally:
         if os.environ.get("PC_HOLD"):
             subprocess.run(os.environ["PC_HOLD"].split() + [str(child.pid)])
-        child.send_signal(signal.SIGTERM)
+        os.killpg(child.pid, signal.SIGTERM)
         child.wait()
 
 
