@@ -17,7 +17,7 @@ use format_common::{
 pub const OPTIONS: &[&str] = &[];
 
 /// Flink's record name for the top-level row.
-pub const RECORD_NAME: &str = "org.apache.flink.avro.generated.record";
+pub use avro_schema::RECORD_NAME;
 
 fn check_types(rt: &RowType) -> Result<(), ConfigError> {
     format_common::validate_row_type(rt)?;
@@ -69,95 +69,13 @@ fn check_types(rt: &RowType) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// The Avro schema (JSON) Flink derives for `row_type`, as in `AvroSchemaConverter.convertToSchema`.
+/// The Avro schema (JSON) Flink derives for `row_type`, as in `AvroSchemaConverter.convertToSchema`
+/// (the derivation the host registers topic schemas with).
 pub fn schema_json(rt: &RowType) -> String {
-    fn quote(s: &str) -> String {
-        let mut out = Vec::new();
-        format_common_json_string(s, &mut out);
-        String::from_utf8(out).unwrap_or_default()
-    }
-    fn format_common_json_string(s: &str, out: &mut Vec<u8>) {
-        out.push(b'"');
-        for c in s.chars() {
-            match c {
-                '"' => out.extend_from_slice(b"\\\""),
-                '\\' => out.extend_from_slice(b"\\\\"),
-                c if (c as u32) < 0x20 => {
-                    out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
-                }
-                c => out.extend_from_slice(c.to_string().as_bytes()),
-            }
-        }
-        out.push(b'"');
-    }
-    fn record(rt: &RowType, fields: &[format_common::Field], name: &str, top: bool) -> String {
-        let (ns, short) = if top {
-            let (ns, n) = name.rsplit_once('.').unwrap_or(("", name));
-            (Some(ns), n.to_owned())
-        } else {
-            (None, name.to_owned())
-        };
-        let fs: Vec<String> = fields
-            .iter()
-            .map(|f| {
-                let ty = f.type_index as usize;
-                let s = schema(rt, ty, &format!("{short}_{}", f.name));
-                if rt.types[ty].nullable {
-                    format!(
-                        "{{\"name\":{},\"type\":{s},\"default\":null}}",
-                        quote(&f.name)
-                    )
-                } else {
-                    format!("{{\"name\":{},\"type\":{s}}}", quote(&f.name))
-                }
-            })
-            .collect();
-        let ns = ns
-            .map(|n| format!(",\"namespace\":{}", quote(n)))
-            .unwrap_or_default();
-        format!(
-            "{{\"type\":\"record\",\"name\":{}{ns},\"fields\":[{}]}}",
-            quote(&short),
-            fs.join(",")
-        )
-    }
-    fn schema(rt: &RowType, ty: usize, row_name: &str) -> String {
-        let node = &rt.types[ty];
-        let s = match &node.data_type {
-            DataType::Boolean => "\"boolean\"".into(),
-            DataType::Tinyint | DataType::Smallint | DataType::Int => "\"int\"".into(),
-            DataType::Bigint => "\"long\"".into(),
-            DataType::Float => "\"float\"".into(),
-            DataType::Double => "\"double\"".into(),
-            DataType::Char(_) | DataType::Varchar(_) => "\"string\"".into(),
-            DataType::Binary(_) | DataType::Varbinary(_) => "\"bytes\"".into(),
-            DataType::Decimal(d) => format!(
-                "{{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":{},\"scale\":{}}}",
-                d.precision, d.scale
-            ),
-            DataType::Date => "{\"type\":\"int\",\"logicalType\":\"date\"}".into(),
-            DataType::Time(_) => "{\"type\":\"int\",\"logicalType\":\"time-millis\"}".into(),
-            DataType::Timestamp(_) | DataType::TimestampLtz(_) => {
-                "{\"type\":\"long\",\"logicalType\":\"timestamp-millis\"}".into()
-            }
-            DataType::Array(e) => format!(
-                "{{\"type\":\"array\",\"items\":{}}}",
-                schema(rt, *e as usize, row_name)
-            ),
-            DataType::Map(m) => format!(
-                "{{\"type\":\"map\",\"values\":{}}}",
-                schema(rt, m.value as usize, row_name)
-            ),
-            DataType::Row(fields) => record(rt, fields, row_name, false),
-        };
-        if node.nullable {
-            format!("[\"null\",{s}]")
-        } else {
-            s
-        }
-    }
-    record(rt, &rt.fields, RECORD_NAME, true)
+    avro_schema::schema_json(&View(rt))
 }
+
+avro_schema::row_type_view!(View for RowType, DataType);
 
 /// A configured decoder.
 #[derive(Debug)]

@@ -7,10 +7,8 @@ use anyhow::{Context as _, Result};
 use arrow::datatypes::Schema;
 use magnetar::proto::pb;
 
-use crate::plugins::{PulsarSchema, model};
-
-/// Flink's top-level record name (`AvroSchemaConverter.convertToSchema(type)`).
-const RECORD_NAME: &str = "org.apache.flink.avro.generated.record";
+use crate::plugins::PulsarSchema;
+use crate::plugins::model::{self, DataType};
 
 /// The schema to announce for a value row type.
 pub fn pulsar_schema(kind: PulsarSchema, value: &Schema) -> Result<pb::Schema> {
@@ -38,84 +36,12 @@ pub fn pulsar_schema(kind: PulsarSchema, value: &Schema) -> Result<pb::Schema> {
     })
 }
 
-/// The Avro schema (JSON text) Flink derives for `row`.
+/// The Avro schema (JSON text) Flink derives for `row` (the derivation the avro format writes with).
 pub fn avro_schema_json(row: &model::RowType) -> String {
-    record(row, &row.fields, RECORD_NAME, true)
+    avro_schema::schema_json(&View(row))
 }
 
-fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
-fn record(row: &model::RowType, fields: &[model::Field], name: &str, top: bool) -> String {
-    let (namespace, short) = match (top, name.rsplit_once('.')) {
-        (true, Some((ns, n))) => (Some(ns), n),
-        _ => (None, name),
-    };
-    let fields: Vec<String> = fields
-        .iter()
-        .map(|f| {
-            let ty = f.type_index as usize;
-            let schema = type_schema(row, ty, &format!("{short}_{}", f.name));
-            if row.types.get(ty).is_some_and(|t| t.nullable) {
-                format!(
-                    "{{\"name\":{},\"type\":{schema},\"default\":null}}",
-                    quote(&f.name)
-                )
-            } else {
-                format!("{{\"name\":{},\"type\":{schema}}}", quote(&f.name))
-            }
-        })
-        .collect();
-    let namespace = namespace
-        .map(|n| format!(",\"namespace\":{}", quote(n)))
-        .unwrap_or_default();
-    format!(
-        "{{\"type\":\"record\",\"name\":{}{namespace},\"fields\":[{}]}}",
-        quote(short),
-        fields.join(",")
-    )
-}
-
-fn type_schema(row: &model::RowType, ty: usize, row_name: &str) -> String {
-    let Some(node) = row.types.get(ty) else {
-        return "\"null\"".into();
-    };
-    let s = match &node.data_type {
-        model::DataType::Boolean => "\"boolean\"".into(),
-        model::DataType::Tinyint | model::DataType::Smallint | model::DataType::Int => {
-            "\"int\"".into()
-        }
-        model::DataType::Bigint => "\"long\"".into(),
-        model::DataType::Float => "\"float\"".into(),
-        model::DataType::Double => "\"double\"".into(),
-        model::DataType::Char(_) | model::DataType::Varchar(_) => "\"string\"".into(),
-        model::DataType::Binary(_) | model::DataType::Varbinary(_) => "\"bytes\"".into(),
-        model::DataType::Decimal(d) => format!(
-            "{{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":{},\"scale\":{}}}",
-            d.precision, d.scale
-        ),
-        model::DataType::Date => "{\"type\":\"int\",\"logicalType\":\"date\"}".into(),
-        model::DataType::Time(_) => "{\"type\":\"int\",\"logicalType\":\"time-millis\"}".into(),
-        model::DataType::Timestamp(_) | model::DataType::TimestampLtz(_) => {
-            "{\"type\":\"long\",\"logicalType\":\"timestamp-millis\"}".into()
-        }
-        model::DataType::Array(e) => format!(
-            "{{\"type\":\"array\",\"items\":{}}}",
-            type_schema(row, *e as usize, row_name)
-        ),
-        model::DataType::Map(m) => format!(
-            "{{\"type\":\"map\",\"values\":{}}}",
-            type_schema(row, m.value as usize, row_name)
-        ),
-        model::DataType::Row(fields) => record(row, fields, row_name, false),
-    };
-    if node.nullable {
-        format!("[\"null\",{s}]")
-    } else {
-        s
-    }
-}
+avro_schema::row_type_view!(View for model::RowType, DataType);
 
 #[cfg(test)]
 mod tests {

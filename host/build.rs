@@ -1,0 +1,38 @@
+//! Link options of the `pulsar-connect` binary that keep its resident memory small (BENCHMARKS.md,
+//! "Memory"); the library, the tests and the examples link as before.
+//!
+//! - `--symbol-ordering-file=link/symbol-order.txt`: the ~11 000 functions a job runs (start-up, a json
+//!   read; made by `xtask/bench/symbol-order.sh`) are laid out next to each other. The kernel maps each
+//!   page fault on the binary with its neighbours (fault-around, 64-128 KB), so those functions spread over
+//!   ~100 MB of `.text` made ~48-60 MB of it resident; side by side they make 4-10 MB. A name the file lists
+//!   that the binary no longer has is skipped (`--no-warn-symbol-ordering`): a stale file costs memory,
+//!   never correctness (with 14 % of the names stale, `.text` was 12-18 MB resident instead of 4-10 MB).
+//!   Generic code instantiated in this crate carries its metadata hash in its name: regenerate the file
+//!   from a binary built with this script, after dependency, toolchain or profile changes.
+//! - `-z pack-relative-relocs` (DT_RELR, glibc >= 2.36): the 377 000 relative relocations of the
+//!   position-independent binary take 80 KB instead of a 9 MB `.rela.dyn` that the dynamic loader reads
+//!   at every start.
+//!
+//! Both are lld options (the default linker of the x86_64-unknown-linux-gnu Rust toolchain since 1.90);
+//! other targets link without them.
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=link/symbol-order.txt");
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("CARGO_CFG_TARGET_ARCH") != "x86_64"
+        || var("CARGO_CFG_TARGET_OS") != "linux"
+        || var("CARGO_CFG_TARGET_ENV") != "gnu"
+    {
+        return;
+    }
+    let order = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("link/symbol-order.txt");
+    println!("cargo::rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    if order.is_file() {
+        println!(
+            "cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
+        println!("cargo::rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+    }
+}
