@@ -13,7 +13,6 @@
 //! let encoded: EncodedBatch = enc.encode(&column_batch)?;
 //! ```
 
-use format_common::cols::Cols;
 use format_common::read::Reader;
 use format_common::temporal::{self, parse_date, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
@@ -21,6 +20,7 @@ use format_common::{
     RowError, RowType, bool_option, check_known, config_error, decimal, javanum, option, skipped,
     slice_at, type_string, units_per_second,
 };
+use pulsar_connect_plugin::columns::Cols;
 
 /// The options this format takes (without the `json.` prefix).
 pub const OPTIONS: &[&str] = &[
