@@ -4,7 +4,9 @@
 //! run goes through the plugin runtime (`plugins/json`, `plugins/avro`) exactly as the source does.
 //! Prints one JSON line per run (`cargo xtask bench` reads them).
 //!
-//! Run: `cargo bench -p pulsar-connect-tests --bench format_decode -- --rows 200000`
+//! Run: `cargo bench -p pulsar-connect-tests --bench format_decode -- --rows 200000 [--rounds 5]
+//! [--format json|avro] [--only native|wasm]` (rounds interleave native and wasm; with more than one the
+//! note gives wall and thread-CPU min and median, and stderr the wasm/native ratio per CPU-second).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -183,73 +185,187 @@ fn report(name: &str, rows: usize, bytes: usize, seconds: f64, note: &str) {
     );
 }
 
+/// CPU time of the calling thread (`/proc/thread-self/schedstat`: nanoseconds on the CPU), so that a
+/// round's cost does not include the time this 2-core machine gave to other processes.
+fn thread_cpu() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 / 1e9)
+}
+
+/// Wall and CPU seconds of one run.
+#[derive(Debug, Clone, Copy)]
+struct Round {
+    wall: f64,
+    cpu: f64,
+}
+
+fn timed(f: impl FnOnce() -> usize) -> (usize, Round) {
+    let (t, c) = (Instant::now(), thread_cpu());
+    let n = f();
+    let round = Round {
+        cpu: thread_cpu() - c,
+        wall: t.elapsed().as_secs_f64(),
+    };
+    (n, round)
+}
+
+/// The native decode loop (its own function, so that `valgrind --tool=callgrind --toggle-collect`
+/// can count it alone).
+#[inline(never)]
+fn native_loop(
+    decode: &dyn Fn(&sdk::MessageBatch) -> sdk::DecodedBatch,
+    batches: &[sdk::MessageBatch],
+    schema: &SchemaRef,
+) -> usize {
+    let mut n = 0;
+    for b in batches {
+        let d = decode(b);
+        let batch = from_columns(to_host(d.rows), schema).expect("native columns");
+        n += batch.num_rows();
+    }
+    n
+}
+
+/// The wasm decode loop; the batches move into the calls, as on the source's path.
+#[inline(never)]
+fn wasm_loop(decoder: &mut Decoder, batches: Vec<model::MessageBatch>) -> usize {
+    let mut n = 0;
+    for b in batches {
+        n += decoder.decode(b).expect("wasm decode").batch.num_rows();
+    }
+    n
+}
+
 type NativeDecode = fn(&sdk::RowType) -> Box<dyn Fn(&sdk::MessageBatch) -> sdk::DecodedBatch>;
 
-fn run(format: &str, rows: usize, make: fn(usize) -> Vec<u8>, native: NativeDecode) {
+/// What to run: `--only native|wasm` (default both), `--rounds N` interleaved rounds.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    rows: usize,
+    rounds: usize,
+    native: bool,
+    wasm: bool,
+}
+
+fn min_median(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[0], v[v.len() / 2])
+}
+
+fn run(format: &str, plan: Plan, make: fn(usize) -> Vec<u8>, native: NativeDecode) {
+    let rows = plan.rows;
     let data: Vec<Vec<u8>> = (0..rows).map(make).collect();
     let bytes: usize = data.iter().map(Vec::len).sum();
     let schema = schema();
     // Native: the format crate's decoder, then the host's conversion to Arrow.
     let decode = native(&sdk_row_type(&schema));
-    let batches = sdk_batches(&data);
-    let t = Instant::now();
-    let mut n = 0;
-    for b in &batches {
-        let d = decode(b);
-        let batch = from_columns(to_host(d.rows), &schema).expect("native columns");
-        n += batch.num_rows();
-    }
-    let native_s = t.elapsed().as_secs_f64();
-    assert_eq!(n, rows, "{format}: native decoded every row");
-    report(
-        &format!("decode {format} (native)"),
-        rows,
-        bytes,
-        native_s,
-        "format crate compiled natively → Arrow",
-    );
+    let native_batches = sdk_batches(&data);
     // Wasm: the plugin through the host runtime.
-    let dir = std::env::var_os("PULSAR_CONNECT_PLUGIN_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| pulsar_connect_tests::guests::repo_root().join("plugins"));
-    let plugin = PluginCatalog::new(dir)
-        .load(format, Kind::Format)
-        .expect("the built plugin (cargo xtask build-plugins)");
-    let mut decoder = Decoder::new(&plugin, &[], schema.clone()).expect("create-decoder");
-    let batches = host_batches(&data);
-    // Warm up once (instance, first-call costs).
-    decoder.decode(batches[0].clone()).expect("warm-up");
-    let t = Instant::now();
-    let mut n = 0;
-    // The batches move into the calls, as on the source's path.
-    for b in batches {
-        n += decoder.decode(b).expect("wasm decode").batch.num_rows();
+    let mut decoder = plan.wasm.then(|| {
+        let dir = std::env::var_os("PULSAR_CONNECT_PLUGIN_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| pulsar_connect_tests::guests::repo_root().join("plugins"));
+        let plugin = PluginCatalog::new(dir)
+            .load(format, Kind::Format)
+            .expect("the built plugin (cargo xtask build-plugins)");
+        let mut decoder = Decoder::new(&plugin, &[], schema.clone()).expect("create-decoder");
+        // Warm up once (instance, first-call costs).
+        decoder
+            .decode(host_batches(&data[..BATCH.min(rows)]).remove(0))
+            .expect("warm-up");
+        decoder
+    });
+    let (mut native_rounds, mut wasm_rounds) = (Vec::new(), Vec::new());
+    for _ in 0..plan.rounds {
+        if plan.native {
+            let (n, r) = timed(|| native_loop(&*decode, &native_batches, &schema));
+            assert_eq!(n, rows, "{format}: native decoded every row");
+            native_rounds.push(r);
+        }
+        if let Some(decoder) = decoder.as_mut() {
+            let batches = host_batches(&data);
+            let (n, r) = timed(|| wasm_loop(decoder, batches));
+            assert_eq!(n, rows, "{format}: wasm decoded every row");
+            wasm_rounds.push(r);
+        }
     }
-    let wasm_s = t.elapsed().as_secs_f64();
-    assert_eq!(n, rows, "{format}: wasm decoded every row");
-    report(
-        &format!("decode {format} (wasm)"),
-        rows,
-        bytes,
-        wasm_s,
-        "plugin through the host runtime → Arrow",
+    let summary = |what: &str, note: &str, rounds: &[Round]| {
+        if rounds.is_empty() {
+            return None;
+        }
+        let (wall_min, wall_med) = min_median(rounds.iter().map(|r| r.wall).collect());
+        let (cpu_min, cpu_med) = min_median(rounds.iter().map(|r| r.cpu).collect());
+        let note = if rounds.len() > 1 {
+            format!(
+                "{note}; {} rounds: wall min {wall_min:.4} s, median {wall_med:.4} s; CPU min {cpu_min:.4} s, median {cpu_med:.4} s",
+                rounds.len()
+            )
+        } else {
+            note.to_owned()
+        };
+        report(
+            &format!("decode {format} ({what})"),
+            rows,
+            bytes,
+            wall_med,
+            &note,
+        );
+        Some((cpu_min, cpu_med))
+    };
+    let n = summary(
+        "native",
+        "format crate compiled natively → Arrow",
+        &native_rounds,
     );
+    let w = summary(
+        "wasm",
+        "plugin through the host runtime → Arrow",
+        &wasm_rounds,
+    );
+    if let (Some((n_min, n_med)), Some((w_min, w_med))) = (n, w) {
+        eprintln!(
+            "{format}: wasm / native speed per CPU-second: {:.2}× (min), {:.2}× (median)",
+            n_min / w_min,
+            n_med / w_med
+        );
+    }
 }
 
 fn main() {
-    let mut rows = 200_000usize;
+    let mut plan = Plan {
+        rows: 200_000,
+        rounds: 1,
+        native: true,
+        wasm: true,
+    };
+    let mut formats = vec!["json", "avro"];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        if a == "--rows" {
-            rows = args.next().and_then(|v| v.parse().ok()).unwrap_or(rows);
+        let mut value = || args.next().unwrap_or_default();
+        match a.as_str() {
+            "--rows" => plan.rows = value().parse().unwrap_or(plan.rows),
+            "--rounds" => plan.rounds = value().parse::<usize>().unwrap_or(1).max(1),
+            "--format" => formats = vec![if value() == "avro" { "avro" } else { "json" }],
+            "--only" => match value().as_str() {
+                "native" => plan.wasm = false,
+                "wasm" => plan.native = false,
+                _ => {}
+            },
+            _ => {}
         }
     }
-    run("json", rows, json_row, |rt| {
-        let d = json_format::decoder(&[], rt).expect("json decoder");
-        Box::new(move |b| d.decode(b).expect("json decode"))
-    });
-    run("avro", rows, avro_row, |rt| {
-        let d = avro_format::decoder(&[], rt).expect("avro decoder");
-        Box::new(move |b| d.decode(b).expect("avro decode"))
-    });
+    if formats.contains(&"json") {
+        run("json", plan, json_row, |rt| {
+            let d = json_format::decoder(&[], rt).expect("json decoder");
+            Box::new(move |b| d.decode(b).expect("json decode"))
+        });
+    }
+    if formats.contains(&"avro") {
+        run("avro", plan, avro_row, |rt| {
+            let d = avro_format::decoder(&[], rt).expect("avro decoder");
+            Box::new(move |b| d.decode(b).expect("avro decode"))
+        });
+    }
 }

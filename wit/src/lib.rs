@@ -5,6 +5,8 @@
 //! exports it with [`export_format!`] or [`export_router!`]. The helpers turn the columnar contract into
 //! row-at-a-time code: [`values::Value`], [`columns::BatchBuilder`] (rows → columns) and
 //! [`columns::read_rows`] (columns → rows), and [`messages`] for the flattened message batches.
+//! [`columns::Cols`] is the typed column builder underneath `BatchBuilder`, for decoders that push
+//! values straight into the columns (every built-in format does).
 //!
 //! ```ignore
 //! use pulsar_connect_plugin::prelude::*;

@@ -5,13 +5,13 @@
 //! Native use: `avro_format::decoder(&[], &row_type)?.decode(&messages)?`,
 //! `avro_format::encoder(&[], &row_type)?.encode(&columns)?`, and [`schema_json`] for the schema.
 
-use format_common::cols::Cols;
 use format_common::read::Reader;
 use format_common::temporal::split;
 use format_common::{
     ColumnBatch, ConfigError, DataType, DecodedBatch, EncodedBatch, MessageBatch, Payloads,
     RowError, RowType, check_known, config_error, decimal, slice_at, type_string, units_per_second,
 };
+use pulsar_connect_plugin::columns::Cols;
 
 /// The options this format takes (none beyond Flink's defaults).
 pub const OPTIONS: &[&str] = &[];

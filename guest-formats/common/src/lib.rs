@@ -1,9 +1,7 @@
-//! Shared code of the built-in formats (json, avro, raw, csv): typed column builders ([`cols`]),
-//! Flink's (Java's) text forms of numbers ([`javanum`]), decimals ([`decimal`]) and dates/times
+//! Shared code of the built-in formats (json, avro, raw, csv): Flink's (Java's) text forms of numbers ([`javanum`]), decimals ([`decimal`]) and dates/times
 //! ([`temporal`]), base64 ([`b64`]) and small helpers around the WIT types.
 
 pub mod b64;
-pub mod cols;
 pub mod decimal;
 pub mod escape;
 #[cfg(feature = "golden")]
@@ -12,6 +10,8 @@ pub mod javanum;
 pub mod read;
 pub mod temporal;
 
+/// The SDK's typed column builder, the one every format writes its rows with.
+pub use pulsar_connect_plugin::columns::Cols;
 pub use pulsar_connect_plugin::format::exports::pulsar_connect::plugin::codec::{
     DecodedBatch, EncodedBatch,
 };
@@ -141,7 +141,7 @@ pub fn units_per_second(p: u8) -> i64 {
 }
 
 /// A decoded batch from finished columns and the row errors.
-pub fn decoded(cols: cols::Cols, errors: Vec<RowError>) -> DecodedBatch {
+pub fn decoded(cols: Cols, errors: Vec<RowError>) -> DecodedBatch {
     DecodedBatch {
         rows: cols.finish(),
         errors,

@@ -10,7 +10,6 @@
 //! Native use: `csv_format::decoder(&options, &row_type)?.decode(&messages)?` and
 //! `csv_format::encoder(&options, &row_type)?.encode(&columns)?`.
 
-use format_common::cols::Cols;
 use format_common::read::Reader;
 use format_common::temporal::{self, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
@@ -18,6 +17,7 @@ use format_common::{
     RowError, RowType, SKIPPED, bool_option, check_known, config_error, decimal, javanum, option,
     skipped, slice_at, type_string,
 };
+use pulsar_connect_plugin::columns::Cols;
 
 pub const OPTIONS: &[&str] = &[
     "field-delimiter",

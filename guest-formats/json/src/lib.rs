@@ -13,7 +13,8 @@
 //! let encoded: EncodedBatch = enc.encode(&column_batch)?;
 //! ```
 
-use format_common::cols::Cols;
+mod scan;
+
 use format_common::read::Reader;
 use format_common::temporal::{self, parse_date, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
@@ -21,6 +22,8 @@ use format_common::{
     RowError, RowType, bool_option, check_known, config_error, decimal, javanum, option, skipped,
     slice_at, type_string, units_per_second,
 };
+use pulsar_connect_plugin::columns::Cols;
+use scan::{check_utf8, same_bytes, scan_plain};
 
 /// The options this format takes (without the `json.` prefix).
 pub const OPTIONS: &[&str] = &[
@@ -231,21 +234,30 @@ impl<'a> Parser<'a> {
         syntax(format!("unexpected end of input at byte {}", self.i))
     }
 
-    #[inline]
+    #[inline(always)]
     fn expect(&mut self, c: u8) -> R<()> {
         match self.peek() {
             Some(x) if x == c => {
                 self.i += 1;
                 Ok(())
             }
-            Some(x) => syntax(format!(
+            found => Err(self.unexpected(c, found)),
+        }
+    }
+
+    /// The error of [`Parser::expect`] (out of line: the hot path builds no message).
+    #[cold]
+    #[inline(never)]
+    fn unexpected(&self, c: u8, found: Option<u8>) -> Fail {
+        Fail::Syntax(match found {
+            Some(x) => format!(
                 "expected '{}' at byte {}, found '{}'",
                 c as char,
                 self.i,
                 x.escape_ascii()
-            )),
-            None => self.eof(),
-        }
+            ),
+            None => format!("unexpected end of input at byte {}", self.i),
+        })
     }
 
     fn literal(&mut self, word: &[u8]) -> R<()> {
@@ -350,23 +362,38 @@ impl<'a> Parser<'a> {
         Ok(v)
     }
 
-    /// Reads a number token; returns its text and whether it is an integer.
+    /// Reads a number token: its text, whether it is an integer and, for an integer that fits, its
+    /// value (accumulated while scanning: one pass over the digits, no overflow-checked multiply,
+    /// which wasm32 lowers to a 128-bit library call).
     #[inline]
-    fn number(&mut self) -> R<(&'a [u8], bool)> {
+    fn number(&mut self) -> R<Number<'a>> {
         let s = self.s;
         let start = self.i;
         let mut j = start;
-        if s.get(j) == Some(&b'-') {
+        let neg = s.get(j) == Some(&b'-');
+        if neg {
             j += 1;
         }
         let int_start = j;
-        while j < s.len() && s[j].is_ascii_digit() {
+        // Up to eight digits at once, then one at a time (longer numbers, the end of the payload).
+        let mut magnitude: u64 = 0;
+        if let Some((n, v)) = scan::digits8(s, j) {
+            j += n;
+            magnitude = v;
+        }
+        while let Some(&c) = s.get(j) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(d));
             j += 1;
         }
-        if j == int_start {
+        let digits = j - int_start;
+        if digits == 0 {
             return syntax(format!("unexpected character at byte {j} in a number"));
         }
-        if j - int_start > 1 && s[int_start] == b'0' {
+        if digits > 1 && s[int_start] == b'0' {
             return syntax("invalid numeric value: leading zeroes not allowed");
         }
         let mut integer = true;
@@ -396,7 +423,17 @@ impl<'a> Parser<'a> {
             }
         }
         self.i = j;
-        Ok((&s[start..j], integer))
+        // Nineteen digits are below 10^19 < 2^64: the magnitude is exact.
+        let value = if integer && digits <= 19 {
+            signed(neg, magnitude)
+        } else {
+            None
+        };
+        Ok(Number {
+            text: &s[start..j],
+            integer,
+            value,
+        })
     }
 
     /// Skips one value, checking its syntax.
@@ -476,41 +513,6 @@ impl<'a> Parser<'a> {
     }
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// High bit set in each byte of `w` that is below `n` (n <= 128); exact for the lowest such byte.
-#[inline]
-fn bytes_below(w: u64, n: u8) -> u64 {
-    w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS
-}
-
-/// High bit set in each byte of `w` equal to `b`; exact for the lowest such byte.
-#[inline]
-fn bytes_equal(w: u64, b: u8) -> u64 {
-    bytes_below(w ^ (ONES * u64::from(b)), 1)
-}
-
-/// The index of the first `"`, `\\` or control character at or after `j` (or `s.len()`), eight
-/// bytes at a time.
-#[inline]
-fn scan_plain(s: &[u8], mut j: usize) -> usize {
-    while j + 8 <= s.len() {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&s[j..j + 8]);
-        let w = u64::from_le_bytes(w);
-        let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\') | bytes_below(w, 0x20);
-        if m != 0 {
-            return j + (m.trailing_zeros() / 8) as usize;
-        }
-        j += 8;
-    }
-    while j < s.len() && !matches!(s[j], b'"' | b'\\' | 0..=0x1f) {
-        j += 1;
-    }
-    j
-}
-
 /// Compact JSON text of a value (Jackson's `JsonNode.toString()` for the STRING-from-anything case):
 /// the input with whitespace outside strings removed.
 fn compact(text: &[u8], out: &mut Vec<u8>) {
@@ -535,6 +537,27 @@ fn compact(text: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// A number token of the input.
+struct Number<'a> {
+    text: &'a [u8],
+    /// No fraction, no exponent.
+    integer: bool,
+    /// The value of an integer token that fits an `i64`.
+    value: Option<i64>,
+}
+
+/// `-magnitude` or `magnitude` as an `i64`, if it fits.
+#[inline]
+fn signed(neg: bool, magnitude: u64) -> Option<i64> {
+    if neg {
+        // -2^63 is the one magnitude that fits only negated; `as` maps it to i64::MIN.
+        (magnitude <= 1 << 63).then(|| (magnitude as i64).wrapping_neg())
+    } else {
+        i64::try_from(magnitude).ok()
+    }
+}
+
+/// An integer in text (a JSON string holding a number): optional sign, at most 19 digits.
 fn parse_int(text: &[u8]) -> Option<i64> {
     let (neg, digits) = match text.first() {
         Some(b'-') => (true, &text[1..]),
@@ -544,14 +567,15 @@ fn parse_int(text: &[u8]) -> Option<i64> {
     if digits.is_empty() || digits.len() > 19 {
         return None;
     }
-    let mut v: i64 = 0;
+    let mut magnitude: u64 = 0;
     for &c in digits {
-        if !c.is_ascii_digit() {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
             return None;
         }
-        v = v.checked_mul(10)?.checked_sub(i64::from(c - b'0'))?;
+        magnitude = magnitude * 10 + u64::from(d);
     }
-    if neg { Some(v) } else { v.checked_neg() }
+    signed(neg, magnitude)
 }
 
 fn int_range(dt: &DataType) -> (i64, i64, &'static str) {
@@ -606,7 +630,7 @@ impl Decoder {
                 m
             }
         };
-        if let Err(e) = std::str::from_utf8(payload) {
+        if let Err(e) = check_utf8(payload) {
             return Err(skip(format!("invalid UTF-8 in the JSON payload: {e}")));
         }
         let payload = payload
@@ -665,10 +689,10 @@ impl Decoder {
                 // Field lookup: usually the next declared field.
                 let k = {
                     let key = p.str_bytes()?;
-                    if next < n && plan.names[next] == key {
+                    if next < n && same_bytes(&plan.names[next], key) {
                         Some(next)
                     } else {
-                        plan.names.iter().position(|nm| nm == key)
+                        plan.names.iter().position(|nm| same_bytes(nm, key))
                     }
                 };
                 p.expect(b':')?;
@@ -806,9 +830,13 @@ impl Decoder {
                 let (lo, hi, name) = int_range(dt);
                 let v = match tok {
                     b'-' | b'0'..=b'9' => {
-                        let (text, integer) = p.number()?;
+                        let Number {
+                            text,
+                            integer,
+                            value,
+                        } = p.number()?;
                         if integer {
-                            parse_int(text)
+                            value
                         } else {
                             let f: f64 = std::str::from_utf8(text)
                                 .ok()
@@ -847,7 +875,7 @@ impl Decoder {
                 let double = matches!(node.data_type, DataType::Double);
                 let v = match tok {
                     b'-' | b'0'..=b'9' => {
-                        let (text, _) = p.number()?;
+                        let text = p.number()?.text;
                         // SAFETY of from_utf8: number text is ASCII.
                         let t = std::str::from_utf8(text).unwrap_or("");
                         if double {
@@ -878,7 +906,7 @@ impl Decoder {
             }
             DataType::Decimal(d) => {
                 let text: &[u8] = match tok {
-                    b'-' | b'0'..=b'9' => p.number()?.0,
+                    b'-' | b'0'..=b'9' => p.number()?.text,
                     b'"' => p.str_bytes()?,
                     _ => return convert("not a decimal number"),
                 };

@@ -8,11 +8,11 @@
 //! Native use: `raw_format::decoder(&options, &row_type)?.decode(&messages)?` and
 //! `raw_format::encoder(&options, &row_type)?.encode(&columns)?`.
 
-use format_common::cols::Cols;
 use format_common::{
     ColumnBatch, ColumnData, ConfigError, DataType, DecodedBatch, EncodedBatch, MessageBatch,
     Payloads, RowError, RowType, bit, check_known, config_error, option, slice_at, type_string,
 };
+use pulsar_connect_plugin::columns::Cols;
 
 pub const OPTIONS: &[&str] = &["charset", "endianness"];
 

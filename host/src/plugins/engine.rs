@@ -19,6 +19,11 @@ pub fn build_engine() -> anyhow::Result<Engine> {
     config.cranelift_opt_level(wasmtime::OptLevel::Speed);
     // 512 KiB (wasmtime's default) is plenty for parsers; stack overflow is a trap like any other.
     config.max_wasm_stack(512 * 1024);
+    // `PULSAR_CONNECT_WASM_PROFILER=perfmap`: wasmtime writes /tmp/perf-<pid>.map, so `perf report` (and
+    // callgrind, by address) name the guest's functions.
+    if std::env::var_os("PULSAR_CONNECT_WASM_PROFILER").is_some_and(|v| v == "perfmap") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     Engine::new(&config).map_err(|e| anyhow::anyhow!("building the wasmtime engine: {e:#}"))
 }
 

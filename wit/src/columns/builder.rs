@@ -1,8 +1,8 @@
-//! Typed column builders: decoders push values straight into the columns of a [`ColumnBatch`], no
-//! per-value allocation. Layout as in the SDK's `BatchBuilder`: the top-level fields are columns
-//! `0..n`, nested children follow, allocated breadth-first.
+//! The typed column builder: decoders push values straight into the columns of a [`ColumnBatch`], no
+//! per-value allocation. The top-level fields are columns `0..n`, nested children follow, allocated
+//! breadth-first.
 
-use crate::{
+use crate::format::pulsar_connect::plugin::types::{
     ByteColumn, Column, ColumnBatch, ColumnData, DataType, ListColumn, MapColumn, RowType,
 };
 
@@ -50,6 +50,7 @@ pub struct Cols {
     top: usize,
 }
 
+#[inline(always)]
 fn set_bit(bits: &mut Vec<u8>, i: usize, v: bool) {
     if i.is_multiple_of(8) {
         bits.push(0);
@@ -240,7 +241,7 @@ impl Cols {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn valid(&mut self, c: usize, v: bool) -> &mut Col {
         let col = &mut self.cols[c];
         set_bit(&mut col.validity, col.len, v);
@@ -314,7 +315,7 @@ impl Cols {
     }
 
     /// An integer into whichever integer column `c` is (the caller checked the range).
-    #[inline]
+    #[inline(always)]
     pub fn push_int(&mut self, c: usize, v: i64) {
         match &mut self.valid(c, true).data {
             Data::I8(d) => d.push(v as i8),
@@ -347,7 +348,7 @@ impl Cols {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn push_bytes(&mut self, c: usize, v: &[u8]) {
         if let Data::Bytes { data, offsets } = &mut self.valid(c, true).data {
             data.extend_from_slice(v);
