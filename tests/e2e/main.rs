@@ -16,5 +16,6 @@ mod pulsar_source;
 mod pulsar_transactions;
 mod pulsar_writer;
 mod python_interop;
+mod read_rounds;
 mod routers_wasm;
 mod routing_vectors;

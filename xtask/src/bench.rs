@@ -1,9 +1,12 @@
-//! `cargo xtask bench [--smoke] [--rows N] [--no-flink] [--latency-seconds S]`: pulsar-connect side by side
-//! with the Flink peer, the bare-consumer ceiling and native decode, in one run on the same broker and the
-//! same data, plus end-to-end latency at a fixed rate (see `latency`). Prints the tables and (unless
-//! `--smoke`) writes them into BENCHMARKS.md between the `bench:begin` / `bench:end` markers.
+//! `cargo xtask bench [--smoke] [--rows N] [--no-flink] [--latency-seconds S] [--read-rounds N]`:
+//! pulsar-connect side by side with the Flink peer, the bare-consumer ceiling and native decode, in one run on
+//! the same broker and the same data, plus end-to-end latency at a fixed rate (see `latency`). Prints the
+//! tables and (unless `--smoke`) writes them into BENCHMARKS.md between the `bench:begin` / `bench:end`
+//! markers. `--read-rounds N` runs only the repeated reads (`reads`: each single-partition reading job N
+//! times on fresh subscriptions, min / median / max).
 
 mod latency;
+mod reads;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -39,6 +42,11 @@ pub struct BenchArgs {
     /// Only the latency runs (BENCHMARKS.md untouched).
     #[arg(long)]
     pub latency_only: bool,
+    /// Only the repeated reads: fill one 1-partition topic, then read it this many times with every
+    /// single-partition reading job, each on a fresh subscription, and report min / median / max
+    /// (BENCHMARKS.md untouched; the table is printed).
+    #[arg(long)]
+    pub read_rounds: Option<usize>,
 }
 
 /// One measured row of the table.
@@ -218,13 +226,23 @@ INSERT INTO dst SELECT * FROM gen;",
     }
 
     /// pulsar → blackhole until every row was read: numbers from the first row on.
-    fn consume(&self, name: &str, topic: &str, format: &str) -> Result<Measure> {
+    /// `pipeline`: the job's `pipeline.name` (its subscription); `None`: derived from the job file.
+    fn consume(
+        &self,
+        name: &str,
+        topic: &str,
+        format: &str,
+        pipeline: Option<&str>,
+    ) -> Result<Measure> {
         let port = free_port()?;
         let sql = format!(
             "SET 'execution.checkpointing.interval' = '10s';
-{}
+{}{}
 CREATE TABLE sink ({}) WITH ('connector' = 'blackhole');
 INSERT INTO sink SELECT * FROM src;",
+            pipeline
+                .map(|p| format!("SET 'pipeline.name' = '{p}';\n"))
+                .unwrap_or_default(),
             self.table("src", topic, format, ", 'scan.startup.mode' = 'earliest'"),
             if format == "raw" {
                 "payload STRING"
@@ -524,6 +542,16 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         dir,
         rows,
     };
+    if let Some(rounds) = args.read_rounds {
+        let all = reads::run(&ctx, run_id, rounds.max(1))?;
+        drop(broker);
+        println!(
+            "Command: `cargo xtask bench --read-rounds {rounds} --rows {rows}`; 1-minute load average {load_before} before, {} after.\n\n{}",
+            load_average(),
+            reads::render(&all)
+        );
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     let mut out = Vec::new();
     if !args.latency_only {
         out = throughput_runs(&ctx, run_id, with_flink)?;
@@ -626,10 +654,10 @@ fn throughput_runs(ctx: &Ctx, run_id: u64, with_flink: bool) -> Result<Vec<Measu
         "2s",
     ))?;
     eprintln!("reading");
-    step(ctx.consume("ours: pulsar(json, 1p) → blackhole", &json1, "json"))?;
-    step(ctx.consume("ours: pulsar(json, 4p) → blackhole", &json4, "json"))?;
-    step(ctx.consume("ours: pulsar(avro, 1p) → blackhole", &avro1, "avro"))?;
-    step(ctx.consume("ours: pulsar(raw, 1p) → blackhole", &json1, "raw"))?;
+    step(ctx.consume("ours: pulsar(json, 1p) → blackhole", &json1, "json", None))?;
+    step(ctx.consume("ours: pulsar(json, 4p) → blackhole", &json4, "json", None))?;
+    step(ctx.consume("ours: pulsar(avro, 1p) → blackhole", &avro1, "avro", None))?;
+    step(ctx.consume("ours: pulsar(raw, 1p) → blackhole", &json1, "raw", None))?;
     step(ctx.ceiling("ceiling: bare consumer (json, 1p)", &json1))?;
     step(ctx.ceiling("ceiling: bare consumer (json, 4p)", &json4))?;
     step(ctx.ceiling("ceiling: bare consumer (avro, 1p)", &avro1))?;

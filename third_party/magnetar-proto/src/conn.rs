@@ -458,6 +458,13 @@ enum PendingRequestKind {
     ConsumerGetLastMessageId {
         handle: ConsumerHandle,
     },
+    /// pulsar-connect patch: the stall watchdog's own `CommandGetLastMessageId` (no waiter),
+    /// carrying what the report needs when the answer confirms the stall.
+    StallProbe {
+        handle: ConsumerHandle,
+        permit_balance: u32,
+        stalled_for: std::time::Duration,
+    },
     Ack {
         handle: ConsumerHandle,
         /// Injected-clock (ADR-0011) timestamp `Connection::ack` recorded this
@@ -2867,6 +2874,21 @@ impl Connection {
                         PendingRequestKind::ProducerOpen { .. }
                         | PendingRequestKind::ConsumerSubscribe { .. },
                     ) => {}
+                    // pulsar-connect patch: a refused stall probe proves nothing; the window is
+                    // re-opened and the next one asks again.
+                    Some(PendingRequestKind::StallProbe {
+                        handle,
+                        permit_balance,
+                        stalled_for,
+                    }) => {
+                        self.finish_stall_probe(
+                            handle,
+                            (permit_balance, stalled_for),
+                            None,
+                            None,
+                            now,
+                        );
+                    }
                     Some(PendingRequestKind::ConsumerUnsubscribe { .. })
                         if !unsubscribe_has_waiter =>
                     {
@@ -3250,21 +3272,36 @@ impl Connection {
                     ProtocolError::InvariantViolation("missing CommandGetLastMessageIdResponse"),
                 )?;
                 let rid = RequestId(resp.request_id);
-                self.pending_requests.remove(&rid);
+                let kind = self.pending_requests.remove(&rid);
                 let last_message_id = MessageId::from_pb(&resp.last_message_id);
                 let consumer_mark_delete_position = resp
                     .consumer_mark_delete_position
                     .as_ref()
                     .map(MessageId::from_pb);
-                self.outcomes.insert(
-                    PendingOpKey::Request(rid),
-                    OpOutcome::LastMessageId {
-                        request_id: rid,
-                        last_message_id,
-                        consumer_mark_delete_position,
-                    },
-                );
-                self.wake_for_request(rid);
+                if let Some(PendingRequestKind::StallProbe {
+                    handle,
+                    permit_balance,
+                    stalled_for,
+                }) = kind
+                {
+                    self.finish_stall_probe(
+                        handle,
+                        (permit_balance, stalled_for),
+                        Some(&last_message_id),
+                        consumer_mark_delete_position.as_ref(),
+                        now,
+                    );
+                } else {
+                    self.outcomes.insert(
+                        PendingOpKey::Request(rid),
+                        OpOutcome::LastMessageId {
+                            request_id: rid,
+                            last_message_id,
+                            consumer_mark_delete_position,
+                        },
+                    );
+                    self.wake_for_request(rid);
+                }
             }
             pb::base_command::Type::CloseProducer => {
                 let close = command
@@ -4434,119 +4471,11 @@ impl Connection {
             }
             // ---- END issue #414 ----
         }
+        // pulsar-connect patch: a silent consumer holding permits is only wedged when the broker
+        // has messages it did not dispatch. Ask it (`CommandGetLastMessageId`) before reporting:
+        // on a drained topic the silence is correct and is not reported (see `finish_stall_probe`).
         for (handle, permit_balance, stalled_for) in stall_reports {
-            // Computed BEFORE the macro, not inside it. `tracing` evaluates field
-            // expressions lazily behind its level check, so an expression written inline
-            // never runs when no subscriber is installed — which is every coverage run
-            // (ADR-0024's sim-coverage gate would report the line as dead). Hoisting also
-            // drops the lossy `as u64` cast.
-            let stalled_for_ms = u64::try_from(stalled_for.as_millis()).unwrap_or(u64::MAX);
-            // ADR-0054 single-owner rule: `magnetar-proto` is the point of detection and
-            // holds the richest context, so it owns the log line; the engines drain the
-            // event without re-logging it.
-            tracing::warn!(
-                target: "magnetar_proto::conn",
-                handle = ?handle,
-                permit_balance,
-                stalled_for_ms,
-                "consumer holds un-spent broker permits over an empty queue but has \
-                 received no dispatch for the stall window; the broker-side dispatcher \
-                 may be wedged (#414)"
-            );
-            self.events.push_back(ConnectionEvent::ConsumerStalled {
-                handle,
-                permit_balance,
-                stalled_for,
-            });
-            // ---- BEGIN issue #414 / ADR-0103: bounded automatic recovery ----
-            // Opt-in. `None` (the default) leaves the watchdog exactly as ADR-0101 shipped
-            // it: report and stop. The event above is pushed either way, so arming this
-            // never suppresses the diagnosis — it only adds the first rung of the recovery
-            // ladder ahead of the operator having to climb it by hand.
-            //
-            // The rate limit is structural rather than a separate knob: `poll_stall`
-            // returns `Some` at most once per stall episode, and an episode cannot close
-            // more often than once per `consumer_stall_timeout`, so this can emit at most
-            // one `CommandSubscribe` per consumer per window. The bound then caps the
-            // total, which is what stops a dispatcher-WIDE fault (issue #414's production
-            // shape: one fresh receiver-queue grant per attempt against an aggregate
-            // observed at `-177300`) from turning into an unbounded re-subscribe loop.
-            if let Some(max_attempts) = self.config.consumer_stall_auto_recovery {
-                let (attempts, is_active) = self.consumers.get(&handle).map_or((0, None), |slot| {
-                    let consumer = slot.state.lock();
-                    (consumer.stall_recovery_attempts, consumer.is_active)
-                });
-                // Failover standby (issue #348's `is_active`): the broker is CORRECT not to
-                // dispatch here, so there is nothing to recover and a re-subscribe would be
-                // pure noise against a healthy consumer. A standby satisfies the stall
-                // predicate exactly as a wedged consumer does — it holds its initial grant
-                // over an empty queue, in a dispatch-eligible state, forever — and it never
-                // receives a dispatch unit, which is the only thing that resets the budget.
-                // Left unguarded, an armed recovery therefore spends its ENTIRE budget on
-                // every standby in a failover group and never gets it back.
-                //
-                // Checked before the exhausted arm on purpose: a consumer that spent its
-                // budget while active and was then demoted gets this skip rather than the
-                // `topics unload` escalation, which would be misleading operator guidance
-                // about a consumer whose silence the broker is producing deliberately.
-                //
-                // `None` — the broker never announced, i.e. every `Shared` / `Exclusive`
-                // subscription and a `Failover` one before its first
-                // `CommandActiveConsumerChange` — and `Some(true)` both fall through to the
-                // normal path. Only a *reported* standby is skipped.
-                if is_active == Some(false) {
-                    tracing::debug!(
-                        target: "magnetar_proto::conn",
-                        handle = ?handle,
-                        permit_balance,
-                        attempts,
-                        max_attempts,
-                        "stall watchdog skipped automatic recovery for a Failover standby; \
-                         the broker is not dispatching to it by design, so no attempt is \
-                         made and no budget is spent (#414)"
-                    );
-                } else if attempts < max_attempts {
-                    // The budget is spent only on an attempt that actually went out.
-                    // `resubscribe_consumer_in_place` returns `None` — mutating nothing —
-                    // for a consumer whose next `CommandSubscribe` has another owner
-                    // (closing, unsubscribing, terminal, mid-seek, re-attach in flight),
-                    // and charging that to the budget would let an unrelated close race
-                    // exhaust the recovery a genuinely wedged consumer still needs.
-                    if let Some(request_id) = self.resubscribe_consumer_in_place(handle) {
-                        let attempt = attempts.saturating_add(1);
-                        if let Some(slot) = self.consumers.get(&handle) {
-                            slot.state.lock().stall_recovery_attempts = attempt;
-                        }
-                        tracing::info!(
-                            target: "magnetar_proto::conn",
-                            handle = ?handle,
-                            request_id = ?request_id,
-                            attempt,
-                            max_attempts,
-                            "stall watchdog re-subscribed this consumer in place automatically; \
-                             the budget resets on the next dispatch unit (#414)"
-                        );
-                    }
-                } else {
-                    // Terminal for this streak, and emitted exactly once: the last attempt
-                    // was the last thing that re-armed the window, so no further episode
-                    // can open for this consumer without a dispatch unit first — and a
-                    // dispatch unit would have reset the budget.
-                    tracing::warn!(
-                        target: "magnetar_proto::conn",
-                        handle = ?handle,
-                        permit_balance,
-                        attempts,
-                        max_attempts,
-                        "stall watchdog exhausted its automatic in-place re-subscribe budget \
-                         and is giving up on this consumer; the broker-side dispatcher is \
-                         likely wedged subscription-wide — check the broker's own \
-                         availablePermits for the subscription and escalate to \
-                         `pulsar-admin topics unload` (#414)"
-                    );
-                }
-            }
-            // ---- END issue #414 / ADR-0103 ----
+            self.send_stall_probe(handle, permit_balance, stalled_for);
         }
         for (handle, ids) in redeliveries {
             self.emit_redeliver_unacked(handle, ids);
@@ -6329,6 +6258,195 @@ impl Connection {
             ..Default::default()
         };
         let _ = self.encode_command(&base);
+    }
+
+    /// Issue #414's report and bounded automatic recovery for a consumer the stall probe confirmed
+    /// wedged (the body of the watchdog sweep before the pulsar-connect patch moved it here).
+    fn report_stall(
+        &mut self,
+        handle: ConsumerHandle,
+        permit_balance: u32,
+        stalled_for: std::time::Duration,
+    ) {
+        // Computed BEFORE the macro, not inside it. `tracing` evaluates field
+        // expressions lazily behind its level check, so an expression written inline
+        // never runs when no subscriber is installed — which is every coverage run
+        // (ADR-0024's sim-coverage gate would report the line as dead). Hoisting also
+        // drops the lossy `as u64` cast.
+        let stalled_for_ms = u64::try_from(stalled_for.as_millis()).unwrap_or(u64::MAX);
+        // ADR-0054 single-owner rule: `magnetar-proto` is the point of detection and
+        // holds the richest context, so it owns the log line; the engines drain the
+        // event without re-logging it.
+        tracing::warn!(
+            target: "magnetar_proto::conn",
+            handle = ?handle,
+            permit_balance,
+            stalled_for_ms,
+            "consumer holds un-spent broker permits over an empty queue but has \
+             received no dispatch for the stall window; the broker-side dispatcher \
+             may be wedged (#414)"
+        );
+        self.events.push_back(ConnectionEvent::ConsumerStalled {
+            handle,
+            permit_balance,
+            stalled_for,
+        });
+        // ---- BEGIN issue #414 / ADR-0103: bounded automatic recovery ----
+        // Opt-in. `None` (the default) leaves the watchdog exactly as ADR-0101 shipped
+        // it: report and stop. The event above is pushed either way, so arming this
+        // never suppresses the diagnosis — it only adds the first rung of the recovery
+        // ladder ahead of the operator having to climb it by hand.
+        //
+        // The rate limit is structural rather than a separate knob: `poll_stall`
+        // returns `Some` at most once per stall episode, and an episode cannot close
+        // more often than once per `consumer_stall_timeout`, so this can emit at most
+        // one `CommandSubscribe` per consumer per window. The bound then caps the
+        // total, which is what stops a dispatcher-WIDE fault (issue #414's production
+        // shape: one fresh receiver-queue grant per attempt against an aggregate
+        // observed at `-177300`) from turning into an unbounded re-subscribe loop.
+        if let Some(max_attempts) = self.config.consumer_stall_auto_recovery {
+            let (attempts, is_active) = self.consumers.get(&handle).map_or((0, None), |slot| {
+                let consumer = slot.state.lock();
+                (consumer.stall_recovery_attempts, consumer.is_active)
+            });
+            // Failover standby (issue #348's `is_active`): the broker is CORRECT not to
+            // dispatch here, so there is nothing to recover and a re-subscribe would be
+            // pure noise against a healthy consumer. A standby satisfies the stall
+            // predicate exactly as a wedged consumer does — it holds its initial grant
+            // over an empty queue, in a dispatch-eligible state, forever — and it never
+            // receives a dispatch unit, which is the only thing that resets the budget.
+            // Left unguarded, an armed recovery therefore spends its ENTIRE budget on
+            // every standby in a failover group and never gets it back.
+            //
+            // Checked before the exhausted arm on purpose: a consumer that spent its
+            // budget while active and was then demoted gets this skip rather than the
+            // `topics unload` escalation, which would be misleading operator guidance
+            // about a consumer whose silence the broker is producing deliberately.
+            //
+            // `None` — the broker never announced, i.e. every `Shared` / `Exclusive`
+            // subscription and a `Failover` one before its first
+            // `CommandActiveConsumerChange` — and `Some(true)` both fall through to the
+            // normal path. Only a *reported* standby is skipped.
+            if is_active == Some(false) {
+                tracing::debug!(
+                    target: "magnetar_proto::conn",
+                    handle = ?handle,
+                    permit_balance,
+                    attempts,
+                    max_attempts,
+                    "stall watchdog skipped automatic recovery for a Failover standby; \
+                     the broker is not dispatching to it by design, so no attempt is \
+                     made and no budget is spent (#414)"
+                );
+            } else if attempts < max_attempts {
+                // The budget is spent only on an attempt that actually went out.
+                // `resubscribe_consumer_in_place` returns `None` — mutating nothing —
+                // for a consumer whose next `CommandSubscribe` has another owner
+                // (closing, unsubscribing, terminal, mid-seek, re-attach in flight),
+                // and charging that to the budget would let an unrelated close race
+                // exhaust the recovery a genuinely wedged consumer still needs.
+                if let Some(request_id) = self.resubscribe_consumer_in_place(handle) {
+                    let attempt = attempts.saturating_add(1);
+                    if let Some(slot) = self.consumers.get(&handle) {
+                        slot.state.lock().stall_recovery_attempts = attempt;
+                    }
+                    tracing::info!(
+                        target: "magnetar_proto::conn",
+                        handle = ?handle,
+                        request_id = ?request_id,
+                        attempt,
+                        max_attempts,
+                        "stall watchdog re-subscribed this consumer in place automatically; \
+                         the budget resets on the next dispatch unit (#414)"
+                    );
+                }
+            } else {
+                // Terminal for this streak, and emitted exactly once: the last attempt
+                // was the last thing that re-armed the window, so no further episode
+                // can open for this consumer without a dispatch unit first — and a
+                // dispatch unit would have reset the budget.
+                tracing::warn!(
+                    target: "magnetar_proto::conn",
+                    handle = ?handle,
+                    permit_balance,
+                    attempts,
+                    max_attempts,
+                    "stall watchdog exhausted its automatic in-place re-subscribe budget \
+                     and is giving up on this consumer; the broker-side dispatcher is \
+                     likely wedged subscription-wide — check the broker's own \
+                     availablePermits for the subscription and escalate to \
+                     `pulsar-admin topics unload` (#414)"
+                );
+            }
+        }
+        // ---- END issue #414 / ADR-0103 ----
+    }
+
+    /// pulsar-connect patch: asks the broker for the topic's last message before the watchdog
+    /// reports `handle` stalled; [`Self::finish_stall_probe`] decides on the answer.
+    fn send_stall_probe(
+        &mut self,
+        handle: ConsumerHandle,
+        permit_balance: u32,
+        stalled_for: std::time::Duration,
+    ) {
+        let request_id = self.alloc_request_id();
+        let base = pb::BaseCommand {
+            r#type: pb::base_command::Type::GetLastMessageId as i32,
+            get_last_message_id: Some(pb::CommandGetLastMessageId {
+                consumer_id: handle.0,
+                request_id: request_id.0,
+            }),
+            ..Default::default()
+        };
+        let _ = self.encode_command(&base);
+        self.pending_requests.insert(
+            request_id,
+            PendingRequestKind::StallProbe {
+                handle,
+                permit_balance,
+                stalled_for,
+            },
+        );
+    }
+
+    /// pulsar-connect patch: the broker's answer to a stall probe. The consumer is reported (and
+    /// recovered) only when it is still silent and the broker holds a message after everything it
+    /// dispatched and after the subscription's mark-delete position; otherwise (the topic is
+    /// drained, or a dispatch arrived meanwhile) the silence window is re-opened, so a consumer
+    /// idle on a drained topic is probed once per window and never reported.
+    fn finish_stall_probe(
+        &mut self,
+        handle: ConsumerHandle,
+        (permit_balance, stalled_for): (u32, std::time::Duration),
+        last_message_id: Option<&MessageId>,
+        mark_delete: Option<&MessageId>,
+        now: Instant,
+    ) {
+        let Some(slot) = self.consumers.get(&handle) else {
+            return;
+        };
+        let wedged = {
+            let mut consumer = slot.state.lock();
+            let wedged = consumer.is_stall_candidate()
+                && last_message_id
+                    .is_some_and(|last| consumer.broker_holds_more(last, mark_delete));
+            if !wedged {
+                consumer.reopen_stall_watch(now);
+            }
+            wedged
+        };
+        if wedged {
+            self.report_stall(handle, permit_balance, stalled_for);
+        } else {
+            tracing::debug!(
+                target: "magnetar_proto::conn",
+                handle = ?handle,
+                permit_balance,
+                "silent consumer with un-spent permits has nothing left to receive (or received \
+                 meanwhile); not a stall"
+            );
+        }
     }
 
     /// Request the broker's last-published message id for the topic this consumer is

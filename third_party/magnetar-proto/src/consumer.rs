@@ -233,6 +233,9 @@ pub struct ConsumerState {
     /// from the broker and deserves a fresh silence window rather than inheriting the
     /// previous one's start instant.
     pub(crate) stall_watch: Option<StallWatch>,
+    /// pulsar-connect patch: the position of the last dispatch unit received (cleared by a seek),
+    /// which the stall probe compares with the broker's last message.
+    pub(crate) last_dispatched: Option<MessageId>,
     /// In-place re-subscribes the stall watchdog has driven for this consumer in the
     /// current stall streak (issue #414, ADR-0103). Compared against
     /// [`crate::ConnectionConfig::consumer_stall_auto_recovery`] in
@@ -926,6 +929,7 @@ impl ConsumerState {
             permit_balance: 0,
             dispatch_units_received: 0,
             stall_watch: None,
+            last_dispatched: None,
             stall_recovery_attempts: 0,
             consumed_since_flow: 0,
             queue: VecDeque::new(),
@@ -1254,6 +1258,41 @@ impl ConsumerState {
     /// than inheriting a start instant that predates it.
     pub(crate) fn clear_stall_watch(&mut self) {
         self.stall_watch = None;
+    }
+
+    /// pulsar-connect patch: a fresh, unreported silence window from `now` (after a stall probe
+    /// found nothing to dispatch), so the watchdog asks again one window later.
+    pub(crate) fn reopen_stall_watch(&mut self, now: std::time::Instant) {
+        self.stall_watch = Some(StallWatch {
+            mark: self.dispatch_units_received,
+            since: now,
+            reported: false,
+        });
+    }
+
+    /// pulsar-connect patch: whether the broker's `last` message (its answer to
+    /// `CommandGetLastMessageId`) is an entry after both the last one dispatched to this consumer
+    /// and the subscription's `mark_delete` position — i.e. there is something the broker should
+    /// have dispatched. Entries are compared (a member of the last batch counts as the entry);
+    /// `-1` ids order before every real one, and an entry id of `-1` (no message) holds nothing.
+    pub(crate) fn broker_holds_more(
+        &self,
+        last: &MessageId,
+        mark_delete: Option<&MessageId>,
+    ) -> bool {
+        fn entry(id: &MessageId) -> (i64, i64) {
+            // -1 travels as u64::MAX: reinterpret, so that it sorts first.
+            (id.ledger_id as i64, id.entry_id as i64)
+        }
+        if (last.entry_id as i64) < 0 {
+            return false;
+        }
+        let seen = [self.last_dispatched.as_ref(), mark_delete]
+            .into_iter()
+            .flatten()
+            .map(entry)
+            .max();
+        seen.is_none_or(|s| entry(last) > s)
     }
 
     /// Open the stall window at `now` (issue #414), discarding any older one.
@@ -2129,6 +2168,7 @@ impl ConsumerState {
         // the same call bumps the watchdog's progress mark — a dead-lettered
         // entry is still evidence the broker is dispatching to us.
         self.record_dispatch_unit();
+        self.last_dispatched = Some(msg.message_id);
         if self.max_redeliver_count > 0 && redelivery > self.max_redeliver_count {
             // Issue #437: a unit the broker charged is refunded to the flow
             // ledger the moment the client decides it will never be popped.
@@ -2190,6 +2230,7 @@ impl ConsumerState {
         self.pending_seek = Some(request_id);
         // Drop buffered messages — the broker will resend from the new position.
         self.queue.clear();
+        self.last_dispatched = None;
     }
 
     /// Acknowledge a previously-issued seek. Returns the request id, if one was pending.
@@ -4806,6 +4847,35 @@ mod stall_watchdog_tests {
                 "{label} must suppress the stall watchdog"
             );
         }
+    }
+
+    /// pulsar-connect patch: the stall probe's decision (issue 16 of pulsar-connect).
+    #[test]
+    fn a_silent_consumer_is_wedged_only_when_the_broker_holds_more() {
+        let id = |ledger: i64, entry: i64| MessageId {
+            ledger_id: ledger as u64,
+            entry_id: entry as u64,
+            ..MessageId::EARLIEST
+        };
+        let mut c = ConsumerState::new(ConsumerHandle(1), "t".to_owned(), "s".to_owned(), 100);
+        // An empty topic answers -1:-1.
+        assert!(!c.broker_holds_more(&id(-1, -1), None));
+        // Nothing dispatched yet over a backlog: wedged; unless the cursor is already past it.
+        assert!(c.broker_holds_more(&id(7, 10), Some(&id(7, -1))));
+        assert!(!c.broker_holds_more(&id(7, 10), Some(&id(7, 10))));
+        // Drained: the last entry was dispatched (any member of its batch).
+        c.last_dispatched = Some(MessageId {
+            batch_index: 3,
+            batch_size: 10,
+            ..id(7, 10)
+        });
+        assert!(!c.broker_holds_more(&id(7, 10), Some(&id(7, -1))));
+        // A newer entry, or one in a newer ledger, was not dispatched.
+        assert!(c.broker_holds_more(&id(7, 11), None));
+        assert!(c.broker_holds_more(&id(8, 0), Some(&id(7, 10))));
+        // A seek forgets what was dispatched.
+        c.begin_seek(crate::types::RequestId(1));
+        assert!(c.last_dispatched.is_none());
     }
 
     #[test]
