@@ -295,7 +295,10 @@ mod tests {
 
     #[test]
     fn discovery_fails_only_after_rounds_in_a_row_fail() {
-        let mut d = Discovery::new(TopicSelection::Pattern("persistent://public/default/x-.*".into()), []);
+        let mut d = Discovery::new(
+            TopicSelection::Pattern("persistent://public/default/x-.*".into()),
+            [],
+        );
         for _ in 1..MAX_FAILED_DISCOVERY_ROUNDS {
             d.round_done(Some(anyhow::anyhow!("refused"))).unwrap();
         }
@@ -305,7 +308,10 @@ mod tests {
             d.round_done(Some(anyhow::anyhow!("refused"))).unwrap();
         }
         let e = d.round_done(Some(anyhow::anyhow!("refused"))).unwrap_err();
-        assert!(format!("{e:#}").contains("rounds in a row: refused"), "{e:#}");
+        assert!(
+            format!("{e:#}").contains("rounds in a row: refused"),
+            "{e:#}"
+        );
     }
 
     #[test]

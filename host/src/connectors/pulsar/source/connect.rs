@@ -149,7 +149,9 @@ pub(super) fn spawn_discovery(
         let new = match discovery.new_splits(&client, admin.as_ref()).await {
             Ok(new) => new,
             Err(e) => {
-                warn!("partition discovery: listing the topics failed; retrying at the next round: {e:#}");
+                warn!(
+                    "partition discovery: listing the topics failed; retrying at the next round: {e:#}"
+                );
                 discovery.round_done(Some(e))?;
                 return Ok((discovery, Vec::new()));
             }
@@ -157,7 +159,15 @@ pub(super) fn spawn_discovery(
         let mut readers = Vec::new();
         let mut failure = None;
         for split in new {
-            match open_split(&client, &split, &subscription, &ranges, policy, whole_entries).await
+            match open_split(
+                &client,
+                &split,
+                &subscription,
+                &ranges,
+                policy,
+                whole_entries,
+            )
+            .await
             {
                 Ok(opened) => readers.extend(opened),
                 Err(e) => {
