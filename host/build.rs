@@ -26,9 +26,16 @@ fn main() {
     {
         return;
     }
+    println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
     let order = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("link/symbol-order.txt");
     println!("cargo::rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-    if order.is_file() {
+    // The ordering file is an lld option: a build whose user picked another linker (GNU ld has no
+    // `--symbol-ordering-file`) links without it rather than failing.
+    let flags = var("CARGO_ENCODED_RUSTFLAGS");
+    let own_linker = !var("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_empty()
+        || flags.contains("linker")
+        || flags.contains("fuse-ld");
+    if order.is_file() && !own_linker {
         println!(
             "cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
             order.display()

@@ -151,7 +151,7 @@ impl Encoder {
                 out.extend_from_slice(if r.bool(c, i) { b"true" } else { b"false" })
             }
             DataType::Tinyint | DataType::Smallint | DataType::Int | DataType::Bigint => {
-                write_int(r.int(c, i), out);
+                javanum::write_i64(r.int(c, i), out);
             }
             DataType::Float => {
                 let x = r.f32(c, i);
@@ -280,24 +280,4 @@ impl Encoder {
         }
         Ok(())
     }
-}
-
-/// Decimal text of an integer.
-#[inline]
-fn write_int(v: i64, out: &mut Vec<u8>) {
-    let mut buf = [0u8; 20];
-    let mut n = v.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&buf[i..]);
 }

@@ -131,9 +131,15 @@ pub fn writable(key: &str) -> bool {
     lookup(key).is_ok_and(|m| m.write.is_some())
 }
 
-/// Checks that a column of metadata `key` can have `data_type`.
-pub fn check_type(key: &str, data_type: &DataType) -> Result<()> {
-    read_column(key, data_type, &[]).map(|_| ())
+/// Checks that a column of metadata `key` declared as `declared` (the Flink type the user wrote, whose Arrow
+/// type is `data_type`) can be read; the error names both Flink types.
+pub fn check_type(key: &str, declared: &dyn std::fmt::Display, data_type: &DataType) -> Result<()> {
+    let m = lookup(key)?;
+    match (m.read)(data_type, &[]) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => bail!("metadata '{key}' is {}, not {declared}", m.decl.flink_type),
+        Err(e) => Err(e),
+    }
 }
 
 /// The column for metadata `key` over `rows`, as `data_type` (the column's declared type).

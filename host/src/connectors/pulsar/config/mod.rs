@@ -189,6 +189,9 @@ fn option_error(table: &str, option: &str, message: impl Into<String>) -> anyhow
     OptionError::decoding(table, option, message).into()
 }
 
+/// A built decoder or encoder and the format it was built from.
+pub type Codec<'a, T> = (T, &'a FormatSpec);
+
 impl PulsarTableConfig {
     /// The table's value codec and, with a key format, its key codec: each format plugin loaded (verified,
     /// compiled through the cache) and `make` (a decoder's or an encoder's factory) run with the format's
@@ -197,7 +200,7 @@ impl PulsarTableConfig {
         &self,
         plugins: &PluginCatalog,
         make: impl Fn(&Plugin, &[(String, String)], SchemaRef) -> Result<T, PluginError>,
-    ) -> Result<(T, Option<(T, &FormatSpec)>)> {
+    ) -> Result<(Codec<'_, T>, Option<Codec<'_, T>>)> {
         let value_spec = self
             .value_format
             .as_ref()
@@ -207,7 +210,7 @@ impl PulsarTableConfig {
             make(&plugin, &spec.options, schema.clone())
                 .map_err(|e| spec.factory_error(&self.table, &e))
         };
-        let value = build(value_spec, &self.layout.value_schema)?;
+        let value = (build(value_spec, &self.layout.value_schema)?, value_spec);
         let key = match (&self.key_format, &self.layout.key_schema) {
             (Some(k), Some(schema)) => Some((build(k, schema)?, k)),
             _ => None,
@@ -394,7 +397,7 @@ fn check_metadata_types(table: &CatalogTable) -> Result<()> {
     for c in &table.def.columns {
         if let ColumnKind::Metadata { ty, .. } = &c.kind {
             let key = table.metadata_key(c).unwrap_or(&c.name);
-            super::metadata::check_type(key, &ty.to_arrow())
+            super::metadata::check_type(key, ty, &ty.to_arrow())
                 .map_err(|e| anyhow!("column '{}': {e}", c.name))?;
         }
     }

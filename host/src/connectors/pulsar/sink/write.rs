@@ -23,7 +23,7 @@ pub(crate) struct Codecs {
 /// factories run with the table's row types and options.
 pub(crate) fn make_codecs(spec: &SinkSpec) -> Result<Codecs> {
     let cfg = &spec.cfg;
-    let (value, key) = cfg.format_codecs(&spec.plugins, Encoder::new)?;
+    let ((value, _), key) = cfg.format_codecs(&spec.plugins, Encoder::new)?;
     let key = key.map(|(k, _)| k);
     let router =
         match &spec.router {

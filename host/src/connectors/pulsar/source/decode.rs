@@ -35,14 +35,10 @@ pub(super) struct Decoded {
 /// `create-decoder` factories run with the table's row types and options.
 pub(crate) fn make_decoders(spec: &SourceSpec) -> Result<Decoders> {
     let cfg = &spec.cfg;
-    let (value, key) = cfg.format_codecs(&spec.plugins, Decoder::new)?;
-    let value_spec = cfg
-        .value_format
-        .clone()
-        .ok_or_else(|| anyhow!("table '{}': no value format", cfg.table))?;
+    let ((value, value_spec), key) = cfg.format_codecs(&spec.plugins, Decoder::new)?;
     Ok(Decoders {
         value,
-        value_spec,
+        value_spec: value_spec.clone(),
         key: key.map(|(d, k)| (d, k.clone())),
     })
 }
