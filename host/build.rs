@@ -35,10 +35,14 @@ fn main() {
     let own_linker = !var("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_empty()
         || flags.contains("linker")
         || flags.contains("fuse-ld");
-    if order.is_file() && !own_linker {
+    // The linker reads a copy in OUT_DIR: a build directory shared by two checkouts (CI's and a
+    // developer's share `CARGO_BUILD_BUILD_DIR`) may reuse this script's output from the other checkout,
+    // and an absolute path into that checkout breaks the link once it is gone.
+    let copy = std::path::Path::new(&var("OUT_DIR")).join("symbol-order.txt");
+    if !own_linker && order.is_file() && std::fs::copy(&order, &copy).is_ok() {
         println!(
             "cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-            order.display()
+            copy.display()
         );
         println!("cargo::rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
     }
