@@ -101,8 +101,8 @@ pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors
     let plans = planner::plan_job(&catalog, &inserts)
         .await
         .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
-    check_endpoints(&plans)?;
     let job_id = job_id(text, catalog.settings.pipeline_name.as_deref());
+    check_endpoints(&job_id, &plans)?;
     Ok(Job {
         statements,
         catalog,
@@ -115,7 +115,7 @@ pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors
 /// or sink has (a sink's single topic, writable metadata, routers) and every format plugin's own factory
 /// (instantiated through the compile cache, with the table's row type and options) is checked here, so
 /// that `validate` refuses what `run` would refuse at start.
-fn check_endpoints(plans: &[PipelinePlan]) -> Result<(), JobErrors> {
+fn check_endpoints(job_id: &str, plans: &[PipelinePlan]) -> Result<(), JobErrors> {
     let mut errors: Vec<String> = Vec::new();
     let mut report = |table: &crate::connector_api::CatalogTable, side: &str, e: anyhow::Error| {
         let text = format!("{e:#}");
@@ -130,13 +130,22 @@ fn check_endpoints(plans: &[PipelinePlan]) -> Result<(), JobErrors> {
         }
     };
     for plan in plans {
-        if let planner::SourceSpec::Table(t) = &plan.source
-            && let Err(e) = t.create_source()
-        {
-            report(t.as_ref(), "read", e);
+        // The two sides meet as in `run` (a sink may refuse the source it is linked to).
+        let ctx = crate::connector_api::PipelineContext::detached(job_id, &plan.id);
+        if let planner::SourceSpec::Table(t) = &plan.source {
+            match t.create_source() {
+                Ok(mut source) => source.set_context(&ctx),
+                Err(e) => report(t.as_ref(), "read", e),
+            }
         }
-        if let Err(e) = plan.sink.create_sink() {
-            report(plan.sink.as_ref(), "written", e);
+        match plan.sink.create_sink() {
+            Ok(mut sink) => {
+                sink.set_context(&ctx);
+                if let Err(e) = sink.check_pipeline() {
+                    report(plan.sink.as_ref(), "written", e);
+                }
+            }
+            Err(e) => report(plan.sink.as_ref(), "written", e),
         }
     }
     if errors.is_empty() {

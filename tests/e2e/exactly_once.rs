@@ -12,7 +12,7 @@ use pulsar_connect_tests::jobs::RunningJob;
 use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 
 #[path = "copy_job.rs"]
-mod copy_job;
+pub(crate) mod copy_job;
 use copy_job::{
     CopyJob, assert_exactly_once, copy_with_kills, copy_with_kills_from, job_sql, missing,
 };

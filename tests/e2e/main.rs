@@ -7,6 +7,7 @@
 //! Run one file's tests with `cargo test --release -p pulsar-connect-tests --test e2e pulsar_source::`.
 
 mod exactly_once;
+mod failover;
 mod key_formats;
 mod pulsar_auth;
 mod pulsar_client;

@@ -215,3 +215,76 @@ async fn flink_value_spellings() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn subscription_types_and_what_they_combine_with() {
+    // Every spelling of the option, values in any case.
+    for opt in [
+        "'subscription-type' = 'failover'",
+        "'source.subscription-type' = 'Failover'",
+        "'properties.pulsar.source.subscriptionType' = 'FAILOVER'",
+        "'subscription-type' = 'Exclusive'",
+    ] {
+        accepted(&read_job("a STRING", &format!("'format' = 'raw', {opt}"))).await;
+    }
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'subscription-type' = 'Sharde'",
+        ),
+        &[
+            "table 't'",
+            "'subscription-type'",
+            "Exclusive, Failover, Shared, Key_Shared",
+        ],
+    )
+    .await;
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'subscription-type' = 'Shared'",
+        ),
+        &[
+            "table 't'",
+            "'subscription-type'",
+            "'Shared' is not available yet",
+        ],
+    )
+    .await;
+    // A seek would move every process's position.
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'subscription-type' = 'Failover', 'scan.startup.mode' = 'timestamp', 'scan.startup.timestamp-millis' = '1'",
+        ),
+        &["table 't'", "'scan.startup.mode'", "'timestamp' needs 'subscription-type' = 'Exclusive'"],
+    )
+    .await;
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'subscription-type' = 'Failover', 'enable-key-hash-range' = 'true', 'scan.parallelism' = '2'",
+        ),
+        &["table 't'", "'enable-key-hash-range'", "'Failover'"],
+    )
+    .await;
+    // An exactly-once sink fed by a Failover source: refused by `validate`, naming both tables.
+    let copy = |semantic: &str| {
+        format!(
+            "CREATE TABLE src (a STRING) WITH ('connector' = 'pulsar', {URL}, 'topic' = 'in', 'format' = 'raw', 'subscription-type' = 'Failover');\n\
+             CREATE TABLE dst (a STRING) WITH ('connector' = 'pulsar', {URL}, 'topic' = 'out', 'format' = 'raw', 'sink.semantic' = '{semantic}');\n\
+             INSERT INTO dst SELECT * FROM src;"
+        )
+    };
+    refused(
+        &copy("exactly-once"),
+        &[
+            "table 'dst'",
+            "'exactly-once'",
+            "source table 'src'",
+            "'Failover'",
+        ],
+    )
+    .await;
+    accepted(&copy("at-least-once")).await;
+}

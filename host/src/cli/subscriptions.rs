@@ -1,11 +1,9 @@
 //! `pulsar-connect subscriptions job.sql [--drop]`: what the job's sources keep on the broker between runs
 //! (durable subscriptions named after the job), and removing it when the job is retired or must start over.
 
-use std::sync::Arc;
-
 use anyhow::{Context, Result};
 
-use crate::connector_api::{PipelineContext, PipelineLink};
+use crate::connector_api::PipelineContext;
 use crate::job::Job;
 use crate::planner::SourceSpec;
 
@@ -17,12 +15,7 @@ pub async fn run(job: &Job, drop: bool) -> Result<Vec<String>> {
             continue;
         };
         let mut source = t.create_source()?;
-        let ctx = PipelineContext {
-            job_id: job.job_id.clone(),
-            pipeline_id: plan.id.clone(),
-            sink_dropped: prometheus::IntCounter::new("unused", "unused")?,
-            link: Arc::new(PipelineLink::default()),
-        };
+        let ctx = PipelineContext::detached(&job.job_id, &plan.id);
         source.set_context(&ctx);
         let found = source
             .durable_state(drop)

@@ -12,8 +12,26 @@ pub struct PipelineContext {
     /// `pulsar_connect_sink_dropped_total` of the INSERT's sink table: rows the sink could not write and
     /// did not fail the job for (`fail-on-write` = false).
     pub sink_dropped: prometheus::IntCounter,
+    /// `pulsar_connect_source_owned_splits` of the INSERT's source table: the splits this process reads.
+    pub owned_splits: prometheus::IntGauge,
     /// Where the INSERT's source and sink meet (see [`PipelineLink`]).
     pub link: Arc<PipelineLink>,
+}
+
+impl PipelineContext {
+    /// A context outside a running job (validation, the `subscriptions` command): the names are the
+    /// job's, the sink's dropped-rows counter is registered nowhere, the link is fresh.
+    pub fn detached(job_id: &str, pipeline_id: &str) -> Self {
+        PipelineContext {
+            job_id: job_id.to_string(),
+            pipeline_id: pipeline_id.to_string(),
+            sink_dropped: prometheus::IntCounter::new("detached", "not registered")
+                .unwrap_or_else(|_| unreachable!("a valid metric name")),
+            owned_splits: prometheus::IntGauge::new("detached", "not registered")
+                .unwrap_or_else(|_| unreachable!("a valid metric name")),
+            link: Arc::new(PipelineLink::default()),
+        }
+    }
 }
 
 /// A meeting point for the source and the sink of one INSERT, for connectors whose two sides cooperate

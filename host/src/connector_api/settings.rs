@@ -31,7 +31,7 @@ pub static JOB_OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
             OptionDecl::string(CHECKPOINT_DIR, "Directory for checkpoints (`--state-dir` overrides it). A `file://` prefix is accepted. Without either, checkpoints still flush sinks and commit sources but nothing is written to disk and a restart begins afresh."),
             OptionDecl::int(NUM_RETAINED, 1, 1000, "Number of complete checkpoints kept on disk; older ones are deleted. Keeping more than one lets a restart fall back when the newest file is damaged.").default("3"),
             OptionDecl::int(BATCH_SIZE, 1, 1_000_000, "Maximum rows per batch handed from a source to the pipeline.").default("4096"),
-            OptionDecl::duration(BATCH_LINGER, "Longest time a source waits to fill a batch before handing it on.").default("20ms"),
+            OptionDecl::duration(BATCH_LINGER, "How long a source may hold rows to fill a batch. Unset (the default): adaptive — a batch is handed on as soon as the source has nothing more received for it, and grows towards `table.exec.mini-batch.size` only while more rows are already waiting, so rows never wait for a timer. `0ms`: every poll's rows are handed on at once. A longer value waits up to that long for a batch to fill (fewer, larger batches at moderate rates, at the cost of latency)."),
             OptionDecl::enumeration(NOT_NULL_ENFORCER, &["ERROR", "DROP"], "What to do when a NULL is written to a NOT NULL sink column: fail the job, or drop the row (counted as skipped).").default("ERROR"),
         ],
         vec![],
@@ -47,7 +47,8 @@ pub struct JobSettings {
     pub checkpoint_dir: Option<PathBuf>,
     pub num_retained: usize,
     pub batch_size: usize,
-    pub batch_linger: Duration,
+    /// `None`: adaptive hand-off (see [`BATCH_LINGER`]).
+    pub batch_linger: Option<Duration>,
     pub drop_null_violations: bool,
     /// Every SET pair, for display.
     pub raw: ResolvedOptions,
@@ -104,7 +105,7 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
                 .map(|d| PathBuf::from(d.strip_prefix("file://").unwrap_or(d))),
             num_retained: r.get_i64(NUM_RETAINED).unwrap_or(3).max(1) as usize,
             batch_size: r.get_i64(BATCH_SIZE).unwrap_or(4096).max(1) as usize,
-            batch_linger: dur(BATCH_LINGER),
+            batch_linger: r.get_duration(BATCH_LINGER),
             drop_null_violations: r.get(NOT_NULL_ENFORCER) == Some("DROP"),
             raw: r,
         },

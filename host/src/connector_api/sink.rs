@@ -21,6 +21,12 @@ pub trait Sink: Send {
     /// Which job and INSERT this sink serves (called once, before `restore`).
     fn set_context(&mut self, _ctx: &PipelineContext) {}
 
+    /// After `set_context`: refuses a pipeline this sink cannot serve as configured (e.g. a guarantee the
+    /// linked source cannot give), with the reason. `validate` calls it as `run` does.
+    fn check_pipeline(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Called once after `restore` and before the first row: connect and check what can be checked, so
     /// a misconfigured sink fails the job at start.
     async fn open(&mut self) -> Result<()> {
@@ -28,6 +34,13 @@ pub trait Sink: Send {
     }
 
     async fn write(&mut self, batch: RecordBatch) -> Result<()>;
+
+    /// No more rows are waiting for this sink right now: send what it batches (e.g. a producer's open
+    /// batch) instead of waiting for the batch to fill or its delay to pass. Called after a `write`
+    /// that emptied the sink's input; must not wait for the broker's receipts.
+    async fn input_idle(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// Flush or pre-commit for checkpoint `id`; returns the sink's state for the checkpoint.
     async fn flush(&mut self, id: u64) -> Result<serde_json::Value>;

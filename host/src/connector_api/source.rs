@@ -31,6 +31,14 @@ pub trait Source: Send {
     /// `.await` point (to inject a checkpoint barrier or stop), and no row may be lost or emitted twice then.
     async fn poll_batch(&mut self, max_rows: usize) -> Result<SourcePoll>;
 
+    /// Whether the next [`Source::poll_batch`] would return rows without waiting (messages already
+    /// received and queued). The runtime keeps filling a batch while this holds and hands it on as soon
+    /// as it does not, so rows never wait for a timer when the source has nothing more for them
+    /// (`table.exec.mini-batch.allow-latency` unset). `false`, the default, hands on every poll's rows.
+    fn has_buffered(&self) -> bool {
+        false
+    }
+
     /// The position after the last row returned by [`Source::poll_batch`], serialisable as JSON.
     fn snapshot(&mut self) -> Result<serde_json::Value>;
 

@@ -132,14 +132,16 @@ async fn subscribe_at(
     subscription: &str,
     initial: InitialPosition,
     range: Option<KeyRange>,
+    kind: SubscriptionKind,
 ) -> Result<Consumer> {
     let mut b = client
         .consumer(split.topic.as_str())
         .subscription(subscription)
+        .name(consumer_name())
         .initial_position(initial)
         .receiver_queue_size(2_000);
     b = match range {
-        None => b.subscription_type(SubType::Exclusive),
+        None => b.subscription_type(kind.sub_type()),
         // A key range is read like the reference's range readers: a non-durable Key_Shared subscription
         // of its own whose sticky range is the share (the broker dispatches only the keys hashing into it).
         Some(r) => b
@@ -154,6 +156,54 @@ async fn subscribe_at(
     b.subscribe()
         .await
         .with_context(|| format!("subscribing '{subscription}' to {}", split.topic))
+}
+
+/// The type of a split's subscription (`subscription-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubscriptionKind {
+    /// One consumer; a second one is refused by the broker.
+    #[default]
+    Exclusive,
+    /// Several consumers, the broker makes one of them active; the others wait to take over.
+    Failover,
+}
+
+impl SubscriptionKind {
+    /// As Pulsar's `SubscriptionType` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SubscriptionKind::Exclusive => "Exclusive",
+            SubscriptionKind::Failover => "Failover",
+        }
+    }
+
+    fn sub_type(self) -> SubType {
+        match self {
+            SubscriptionKind::Exclusive => SubType::Exclusive,
+            SubscriptionKind::Failover => SubType::Failover,
+        }
+    }
+}
+
+/// The consumer name of this process's consumers: the broker orders a Failover subscription's consumers by
+/// name to pick the active one per partition, so every process needs its own.
+fn consumer_name() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        format!(
+            "pulsar-connect-{}{}{:x}-{:08x}",
+            host,
+            if host.is_empty() { "" } else { "-" },
+            std::process::id(),
+            nanos
+        )
+    })
 }
 
 /// What happens when the position to resume from no longer exists in the topic.
@@ -210,11 +260,21 @@ impl SplitReader {
         start: StartPosition,
         on_data_loss: DataLossPolicy,
     ) -> Result<SplitReader> {
-        Self::open_range(client, split, subscription, start, on_data_loss, None).await
+        Self::open_range(
+            client,
+            split,
+            subscription,
+            start,
+            on_data_loss,
+            None,
+            SubscriptionKind::Exclusive,
+        )
+        .await
     }
 
-    /// [`Self::open`] for the keys hashing into `range` only (through a non-durable Key_Shared
-    /// subscription named after the range, so nothing is left behind and nothing is committed).
+    /// [`Self::open`] through a subscription of type `kind`, or for the keys hashing into `range` only
+    /// (through a non-durable Key_Shared subscription named after the range, so nothing is left behind and
+    /// nothing is committed; `kind` does not apply).
     pub async fn open_range(
         client: &PulsarClient,
         split: Split,
@@ -222,6 +282,7 @@ impl SplitReader {
         start: StartPosition,
         on_data_loss: DataLossPolicy,
         range: Option<KeyRange>,
+        kind: SubscriptionKind,
     ) -> Result<SplitReader> {
         let owned;
         let subscription = match range {
@@ -237,7 +298,7 @@ impl SplitReader {
             } => InitialPosition::Latest,
             _ => InitialPosition::Earliest,
         };
-        let consumer = subscribe_at(client, &split, subscription, initial, range).await?;
+        let consumer = subscribe_at(client, &split, subscription, initial, range, kind).await?;
         let mut start = start;
         let mut skip_through = None;
         match &start {
@@ -328,6 +389,12 @@ impl SplitReader {
     /// through it covers exactly what was handed out (the source's acknowledgements inside a transaction).
     pub fn whole_entries(&mut self) {
         self.whole_entries = true;
+    }
+
+    /// Whether the broker made this consumer the active one of its Failover subscription; `None` before
+    /// the broker said (and always for the other subscription types).
+    pub fn is_active(&self) -> Option<bool> {
+        self.consumer.is_active()
     }
 
     /// A handle to the subscription's consumer (acknowledgements from elsewhere, e.g. a sink's
@@ -469,6 +536,13 @@ impl SplitSet {
 
     pub fn readers(&self) -> &[SplitReader] {
         &self.readers
+    }
+
+    /// Whether some split has received messages that [`Self::next_batch`] would return without waiting.
+    pub fn has_queued(&self) -> bool {
+        self.readers
+            .iter()
+            .any(|r| r.consumer.available_in_queue() > 0)
     }
 
     pub fn push(&mut self, reader: SplitReader) {

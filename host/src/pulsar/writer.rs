@@ -279,7 +279,19 @@ impl TopicWriter {
         !self.failures.is_empty()
     }
 
-    /// Pushes every producer's pending batch out without waiting for receipts.
+    /// Hands every producer's open batch to the connection now, without waiting for receipts (the
+    /// input ran dry: a batch need not wait for its publish delay). Collects receipts already in.
+    pub fn send_open_batches(&mut self) {
+        for (_, p) in &self.producers {
+            p.send_open_batch();
+        }
+        while let Some(Some(r)) = futures::FutureExt::now_or_never(self.in_flight.next()) {
+            self.record(r);
+        }
+    }
+
+    /// Pushes every producer's pending batch out and waits until each producer has nothing pending;
+    /// unlike [`Self::flush`], a failed send is not an error here (it stays in the failures).
     pub async fn flush_producers(&mut self) -> Result<()> {
         for (t, p) in &self.producers {
             p.flush()

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{
-    CounterVec, Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    CounterVec, Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -30,6 +30,7 @@ pub struct Metrics {
     pub checkpoint_failures: IntCounter,
     pub checkpoint_duration: Histogram,
     pub last_checkpoint_id: IntGauge,
+    pub owned_splits: IntGaugeVec,
 }
 
 impl Metrics {
@@ -82,6 +83,14 @@ impl Metrics {
         registry.register(Box::new(checkpoint_failures.clone()))?;
         registry.register(Box::new(checkpoint_duration.clone()))?;
         registry.register(Box::new(last_checkpoint_id.clone()))?;
+        let owned_splits = IntGaugeVec::new(
+            Opts::new(
+                "source_owned_splits",
+                "Splits (topic-partitions) a source table reads in this process: all of them with an Exclusive subscription; with Failover those the broker made this process active for",
+            ),
+            &["table"],
+        )?;
+        registry.register(Box::new(owned_splits.clone()))?;
         Ok(Arc::new(Metrics {
             registry,
             rows_in,
@@ -95,6 +104,7 @@ impl Metrics {
             checkpoint_failures,
             checkpoint_duration,
             last_checkpoint_id,
+            owned_splits,
         }))
     }
 
@@ -112,6 +122,18 @@ impl Metrics {
         let mut buf = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
         String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// The sum of a gauge over its labels.
+    pub fn gauge_total(g: &IntGaugeVec) -> i64 {
+        g.collect()
+            .iter()
+            .flat_map(|mf| {
+                mf.get_metric()
+                    .iter()
+                    .map(|m| m.get_gauge().get_value() as i64)
+            })
+            .sum()
     }
 
     pub fn total(c: &IntCounterVec) -> u64 {

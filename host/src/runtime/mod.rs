@@ -209,10 +209,12 @@ impl Pipelines {
             job_id: job_id.to_string(),
             pipeline_id: plan.id.clone(),
             sink_dropped: metrics.sink_dropped.with_label_values(&[plan.sink.name()]),
+            owned_splits: metrics.owned_splits.with_label_values(&[&source_table]),
             link: Arc::new(PipelineLink::default()),
         };
         source.set_context(&ctx);
         sink.set_context(&ctx);
+        sink.check_pipeline()?;
         if let Some(d) = restored {
             match d.pipelines.get(&plan.id) {
                 Some(st) => {

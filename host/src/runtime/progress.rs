@@ -1,4 +1,5 @@
-//! One-line live progress on a terminal (stderr): rates, totals, last checkpoint. Nothing when not a terminal.
+//! One-line live progress on a terminal (stderr): rates, totals, last checkpoint, the splits this process
+//! reads. Nothing when not a terminal.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -21,15 +22,17 @@ pub fn spawn(metrics: Arc<Metrics>) -> Option<tokio::task::JoinHandle<()>> {
                 Metrics::total(&metrics.rows_out),
             );
             let dt = last_t.elapsed().as_secs_f64().max(1e-3);
+            let owned = Metrics::gauge_total(&metrics.owned_splits);
             let line = format!(
-                "\r\x1b[2K{:>5}s  in {} ({:.0}/s)  out {} ({:.0}/s)  checkpoints {} (last #{})",
+                "\r\x1b[2K{:>5}s  in {} ({:.0}/s)  out {} ({:.0}/s)  checkpoints {} (last #{})  splits {}",
                 start.elapsed().as_secs(),
                 rin,
                 (rin - last_in) as f64 / dt,
                 rout,
                 (rout - last_out) as f64 / dt,
                 metrics.checkpoints.get(),
-                metrics.last_checkpoint_id.get()
+                metrics.last_checkpoint_id.get(),
+                owned
             );
             (last_in, last_out, last_t) = (rin, rout, Instant::now());
             let mut e = std::io::stderr().lock();

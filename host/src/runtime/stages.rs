@@ -70,11 +70,16 @@ fn concat(pending: &mut Vec<RecordBatch>) -> Result<Option<RecordBatch>> {
     }
 }
 
+/// Adaptive hand-off: the longest rows wait while the source keeps reporting more buffered rows
+/// without the batch filling (a bound, not a linger: a source with buffered rows returns them at once).
+const ADAPTIVE_CEILING: Duration = Duration::from_millis(20);
+
 /// A source task's settings: which pipeline, how rows are batched, where they are counted.
 pub(super) struct SourceStage {
     pub idx: usize,
     pub batch_size: usize,
-    pub linger: Duration,
+    /// `None`: adaptive (hand on as soon as the source has nothing more buffered).
+    pub linger: Option<Duration>,
     pub metrics: Arc<Metrics>,
     pub table: String,
 }
@@ -140,12 +145,17 @@ pub(super) async fn source_task(
                     bytes_in.inc_by(b.get_array_memory_size() as u64);
                     pending_rows += b.num_rows();
                     pending.push(b);
-                    if pending_rows >= batch_size || linger.is_zero() {
+                    let hand_on = pending_rows >= batch_size
+                        || match linger {
+                            None => !source.has_buffered(),
+                            Some(l) => l.is_zero(),
+                        };
+                    if hand_on {
                         if let Some(b) = concat(&mut pending)? { send(b).await?; }
                         pending_rows = 0;
                         deadline = None;
                     } else if deadline.is_none() {
-                        deadline = Some(tokio::time::Instant::now() + linger);
+                        deadline = Some(tokio::time::Instant::now() + linger.unwrap_or(ADAPTIVE_CEILING));
                     }
                 }
                 SourcePoll::End => {
@@ -243,6 +253,9 @@ async fn drive_sink(
                     sink.write(b).await.inspect_err(|_| errors.inc())?;
                     rows_out.inc_by(rows);
                     bytes_out.inc_by(bytes);
+                    if input.is_empty() {
+                        sink.input_idle().await.inspect_err(|_| errors.inc())?;
+                    }
                 }
                 Some(Msg::Barrier(id, source)) => {
                     let sink_state = sink.flush(id).await.inspect_err(|_| errors.inc())?;
@@ -257,3 +270,7 @@ async fn drive_sink(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "stages_tests.rs"]
+mod tests;

@@ -500,13 +500,10 @@ impl Producer {
         }
     }
 
-    /// Flush this producer: force any pending batch to flush and wait for every in-flight
-    /// send to be acknowledged by the broker. Idempotent — calling `flush()` on a quiescent
-    /// producer returns immediately.
-    ///
-    /// Mirrors `org.apache.pulsar.client.api.Producer#flushAsync`. Use before `close()` if
-    /// you want at-least-once semantics on the trailing sends.
-    pub async fn flush(&self) -> Result<(), ClientError> {
+    /// pulsar-connect patch: closes the open batch and hands it to the connection now, without waiting
+    /// for its receipts (the first half of [`Self::flush`]). For a caller that knows no more messages
+    /// are coming right away, so a batch does not wait for `batching_max_publish_delay`.
+    pub fn send_open_batch(&self) {
         let publish_time_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -516,6 +513,16 @@ impl Producer {
             conn.flush_producer(self.handle, publish_time_ms, now);
         }
         self.shared.driver_waker.notify_one();
+    }
+
+    /// Flush this producer: force any pending batch to flush and wait for every in-flight
+    /// send to be acknowledged by the broker. Idempotent — calling `flush()` on a quiescent
+    /// producer returns immediately.
+    ///
+    /// Mirrors `org.apache.pulsar.client.api.Producer#flushAsync`. Use before `close()` if
+    /// you want at-least-once semantics on the trailing sends.
+    pub async fn flush(&self) -> Result<(), ClientError> {
+        self.send_open_batch();
 
         // Drain by waiting on the driver waker until the producer's pending queue is empty.
         // The driver task notifies all parked tasks after every inbound packet, so each

@@ -58,7 +58,7 @@ pub enum Engine {
     /// the two clients alone; the floor under both engines).
     Direct,
     /// pulsar-connect; `allow_latency`: the job's `table.exec.mini-batch.allow-latency` (how long the source
-    /// waits to fill a batch; default 20 ms) when not the default.
+    /// may hold rows to fill a batch; unset by default: adaptive hand-off) when not the default.
     Ours {
         allow_latency: Option<&'static str>,
     },
@@ -72,7 +72,7 @@ impl Engine {
             Engine::Ours {
                 allow_latency: None,
             } => "ours",
-            Engine::Ours { allow_latency: _ } => "ours-nolinger",
+            Engine::Ours { allow_latency: _ } => "ours-linger",
             Engine::Flink => "flink",
         }
     }

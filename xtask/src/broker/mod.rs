@@ -437,8 +437,8 @@ fn health(admin_url: &str, token: Option<&str>) -> Result<()> {
     }
 }
 
-/// Healthy, `public/default` created, and the transaction coordinator's assignment topic in place;
-/// otherwise which of these it is still waiting for and the last answer.
+/// Healthy, `public/default` created, the transaction coordinator's assignment topic in place, and a topic
+/// lookup in `public/default` answered; otherwise which of these it is still waiting for.
 fn ready(admin_url: &str, token: Option<&str>) -> Result<(), String> {
     if let Err(e) = health(admin_url, token) {
         let e = format!("{e:#}");
@@ -454,10 +454,29 @@ fn ready(admin_url: &str, token: Option<&str>) -> Result<(), String> {
         ),
         token,
     );
-    if matches!(&tc, Ok(r) if r.is_success() && r.body.contains("\"partitions\":1")) {
+    if !matches!(&tc, Ok(r) if r.is_success() && r.body.contains("\"partitions\":1")) {
+        return Err("the transaction coordinator's assignment topic".to_owned());
+    }
+    // A topic lookup in public/default: the health check passes before the load manager has published
+    // the broker's load report, and until then subscribing or producing anywhere in public/default fails
+    // with "No available broker found" (seen for 30 s on a broker started on a loaded machine). The lookup
+    // assigns the bundle to this broker; it creates no topic.
+    let lookup = http::get(
+        &format!(
+            "{admin_url}/lookup/v2/topic/persistent/public/default/pulsar-connect-ready-probe"
+        ),
+        token,
+    );
+    if matches!(&lookup, Ok(r) if r.is_success() && r.body.contains("brokerUrl")) {
         Ok(())
     } else {
-        Err("the transaction coordinator's assignment topic".to_owned())
+        Err(format!(
+            "a topic lookup in public/default ({})",
+            match &lookup {
+                Ok(r) => format!("answered {}: {}", r.status, first_line(&r.body)),
+                Err(e) => first_line(&format!("{e:#}")).to_string(),
+            }
+        ))
     }
 }
 

@@ -71,6 +71,9 @@ pub const EARLIEST_ON_DATA_LOSS: &str = "pulsar.reader.use-earliest-when-data-lo
 pub const KEY_HASH_RANGE: &str = "enable-key-hash-range";
 pub const SCAN_PARALLELISM: &str = "scan.parallelism";
 pub const SUBSCRIPTION_PREFIX: &str = "pulsar.reader.subscription-role-prefix";
+pub const SUBSCRIPTION_TYPE: &str = "subscription-type";
+/// Pulsar's subscription types, spelled as `SubscriptionType` (values are case-insensitive).
+pub const SUBSCRIPTION_TYPES: &[&str] = &["Exclusive", "Failover", "Shared", "Key_Shared"];
 pub const RECEIVER_QUEUE: &str = "pulsar.reader.receiver-queue-size";
 pub const SEND_TIMEOUT: &str = "send-timeout-ms";
 pub const SEND_DELAY: &str = "send-delay-millisecond";
@@ -236,6 +239,13 @@ pub static SETTINGS: LazyLock<Vec<OptionDecl>> = LazyLock::new(|| {
         "Source: prefix of the job's durable subscriptions, named `<prefix>-<job id>-<INSERT>-<table>`: `<INSERT>` is `<n>:<sink table>` of the INSERT reading the table (`n` counts INSERTs from 0), `<table>` the table read, e.g. `pulsar-connect-orders-0:out-src`; `pulsar-connect subscriptions` lists them. Not used with `external-subscription`, which reads through the named subscription.",
     ),
     setting(
+        SUBSCRIPTION_TYPE,
+        &["source.subscription-type", "pulsar.source.subscriptionType"],
+        OptionKind::Enum(Choices::Static(SUBSCRIPTION_TYPES)),
+        Some("Exclusive"),
+        "Source: the type of the job's subscriptions. `Exclusive`: one process reads the job (a second one running the same job is refused by the broker); positions are the checkpoint's. `Failover`: every process running the same job file (same `pipeline.name`, hence the same subscriptions) subscribes to every partition and the broker makes one of them active per partition; when a process dies its partitions move to the others, which resume **at the subscription's cursor** — with `Failover` the cursor, committed at every completed checkpoint, is where every start resumes (a local checkpoint never rewinds a partition another process moved on), so at-least-once holds across processes (rows after the last committed checkpoint of a dead process are read again). Needs `scan.startup.mode` `earliest`, `latest` or `external-subscription` (a seek would move every process's position) and no `enable-key-hash-range`; not yet with an exactly-once sink, nor `Shared`/`Key_Shared` (refused with a message).",
+    ),
+    setting(
         RECEIVER_QUEUE,
         &["pulsar.reader.receiverQueueSize"],
         POSITIVE,
@@ -327,7 +337,7 @@ pub static SETTINGS: LazyLock<Vec<OptionDecl>> = LazyLock::new(|| {
         &["pulsar.producer.batchingMaxPublishDelayMicros"],
         POSITIVE,
         Some("5000"),
-        "Sink: how long a batch waits for more messages before it is sent, in µs.",
+        "Sink: how long a batch waits for more messages before it is sent, in µs, while more rows keep arriving; a batch is sent at once when the sink has no more rows waiting (so at moderate rates messages do not wait for this delay).",
     ),
     setting(
         COMPRESSION,

@@ -38,6 +38,15 @@ pub struct SplitAck {
     pub through: MessageId,
 }
 
+/// Offered by a Pulsar source whose subscription several processes share (`subscription-type` other than
+/// `Exclusive`) instead of [`TxnAcks`]: its positions live in the subscription's cursor, which an
+/// exactly-once sink cannot commit together with its transactions yet, so such a sink refuses the pipeline.
+#[derive(Debug)]
+pub struct SharedSubscriptionSource {
+    pub table: String,
+    pub kind: &'static str,
+}
+
 /// The hand-off between one pipeline's Pulsar source and its exactly-once Pulsar sink.
 #[derive(Debug)]
 pub struct TxnAcks {

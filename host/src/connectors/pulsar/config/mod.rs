@@ -23,13 +23,13 @@ use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::error::PluginError;
 use crate::plugins::{Kind, Manifest, Plugin};
 use crate::pulsar::client::ClientConfig;
-use crate::pulsar::reader::DataLossPolicy;
+use crate::pulsar::reader::{DataLossPolicy, SubscriptionKind};
 use crate::pulsar::topics::{TopicName, TopicSelection, parse_topic_list};
 use crate::pulsar::writer::WriterConfig;
 use crate::sql::ColumnKind;
 use magnetar::proto::types::CompressionKind;
-use startup::startup;
 pub use startup::{OffsetStart, SpecificOffset, Startup, parse_specific_offsets};
+use startup::{startup, subscription_kind};
 
 /// A format plugin and its options (format prefix stripped, checked against the manifest).
 #[derive(Debug, Clone)]
@@ -83,6 +83,8 @@ pub struct SourceConfig {
     pub key_ranges: Option<u16>,
     /// `pulsar.reader.fail-on-data-loss`.
     pub data_loss: DataLossPolicy,
+    /// `subscription-type`.
+    pub subscription_kind: SubscriptionKind,
 }
 
 /// What a sink into the table needs, decoded once.
@@ -316,6 +318,11 @@ impl PulsarTableConfig {
             } else {
                 DataLossPolicy::UseEarliest
             },
+            subscription_kind: SubscriptionKind::Exclusive,
+        };
+        let source = SourceConfig {
+            subscription_kind: subscription_kind(name, o, &source)?,
+            ..source
         };
         let sink = SinkConfig {
             writer: writer_config(name, o)?,

@@ -1,11 +1,14 @@
-//! `scan.startup.mode` and its companions decoded into [`Startup`]: where a fresh source starts.
+//! `scan.startup.mode` and its companions decoded into [`Startup`]: where a fresh source starts; and
+//! `subscription-type`, which decides whether the checkpoint or the subscription's cursor is where a start
+//! resumes.
 
 use anyhow::{Result, anyhow, bail};
 
-use super::option_error;
+use super::{SourceConfig, option_error};
 use crate::connectors::pulsar::options as opt;
 use crate::options::ResolvedOptions;
 use crate::pulsar::message_id::parse_message_id;
+use crate::pulsar::reader::SubscriptionKind;
 use crate::pulsar::topics::TopicName;
 
 /// Where a fresh source starts.
@@ -146,6 +149,57 @@ pub fn parse_specific_offsets(text: &str) -> Result<Vec<SpecificOffset>> {
         bail!("option 'scan.startup.specific-offsets': no entry (e.g. '42:1012:0;44:1011:1')");
     }
     Ok(out)
+}
+
+/// `subscription-type`, checked against the source's other options.
+pub(super) fn subscription_kind(
+    table: &str,
+    o: &ResolvedOptions,
+    source: &SourceConfig,
+) -> Result<SubscriptionKind> {
+    let written = o.text(opt::SUBSCRIPTION_TYPE).unwrap_or("Exclusive");
+    let kind = match written {
+        "Exclusive" => return Ok(SubscriptionKind::Exclusive),
+        "Failover" => SubscriptionKind::Failover,
+        other => {
+            return Err(option_error(
+                table,
+                opt::SUBSCRIPTION_TYPE,
+                format!(
+                    "'{other}' is not available yet: individual acknowledgements (which '{other}' needs) are not implemented; use 'Exclusive' (one process) or 'Failover' (several processes sharing the partitions)"
+                ),
+            ));
+        }
+    };
+    let shared = "several processes share the subscription";
+    match &source.startup {
+        Startup::Earliest | Startup::Latest | Startup::ExternalSubscription { .. } => {}
+        other => {
+            let mode = match other {
+                Startup::Timestamp(_) => "timestamp",
+                _ => "specific-offsets",
+            };
+            return Err(option_error(
+                table,
+                opt::STARTUP_MODE,
+                format!(
+                    "'{mode}' needs '{}' = 'Exclusive': with '{written}' {shared} and moving it to a start position would move every process's position; use 'earliest' or 'latest' (where a new subscription starts; an existing one resumes at its cursor)",
+                    opt::SUBSCRIPTION_TYPE
+                ),
+            ));
+        }
+    }
+    if source.key_ranges.is_some() {
+        return Err(option_error(
+            table,
+            opt::KEY_HASH_RANGE,
+            format!(
+                "key-hash ranges read through non-durable subscriptions of their own and cannot be combined with '{}' = '{written}'",
+                opt::SUBSCRIPTION_TYPE
+            ),
+        ));
+    }
+    Ok(kind)
 }
 
 #[cfg(test)]

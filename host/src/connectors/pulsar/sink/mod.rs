@@ -19,7 +19,7 @@ use tracing::{error, info, warn};
 
 use super::config::PulsarTableConfig;
 pub use super::config::Semantic;
-use super::txn_acks::TxnAcks;
+use super::txn_acks::{SharedSubscriptionSource, TxnAcks};
 use crate::connector_api::{PipelineContext, Sink};
 use crate::plugins::PulsarSchema;
 use crate::plugins::catalog::PluginCatalog;
@@ -67,6 +67,8 @@ pub struct PulsarSink {
     recover: Option<TxnState>,
     /// Exactly-once with a linked Pulsar source: its acknowledgements go into the transactions.
     txn_acks: Option<Arc<TxnAcks>>,
+    /// Why this sink cannot serve its pipeline ([`Sink::check_pipeline`]).
+    refused: Option<String>,
 }
 
 impl PulsarSink {
@@ -81,6 +83,7 @@ impl PulsarSink {
             pending: std::collections::VecDeque::new(),
             recover: None,
             txn_acks: None,
+            refused: None,
         }
     }
 
@@ -181,11 +184,26 @@ impl Sink for PulsarSink {
     fn set_context(&mut self, ctx: &PipelineContext) {
         self.dropped_metric = Some(ctx.sink_dropped.clone());
         if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce
+            && let Some(source) = ctx.link.get::<SharedSubscriptionSource>()
+        {
+            self.refused = Some(format!(
+                "table '{}': 'sink.semantic' = 'exactly-once' cannot be combined with source table '{}' reading through a '{}' subscription yet (its positions live in the subscription's cursor, which is not yet committed inside the sink's transactions): use 'at-least-once', or 'subscription-type' = 'Exclusive' on '{}'",
+                self.spec.cfg.table, source.table, source.kind, source.table
+            ));
+        }
+        if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce
             && let Some(acks) = ctx.link.get::<TxnAcks>()
         {
             acks.claim();
             info!(table = %self.spec.cfg.table, "the Pulsar source's acknowledgements go into this sink's transactions");
             self.txn_acks = Some(acks);
+        }
+    }
+
+    fn check_pipeline(&self) -> Result<()> {
+        match &self.refused {
+            Some(reason) => Err(anyhow!("{reason}")),
+            None => Ok(()),
         }
     }
 
@@ -260,6 +278,13 @@ impl Sink for PulsarSink {
         }
         self.written += batch.num_rows() as u64;
         self.handle_failures().await
+    }
+
+    async fn input_idle(&mut self) -> Result<()> {
+        if let Some(run) = &mut self.running {
+            run.writer.send_open_batches();
+        }
+        Ok(())
     }
 
     fn restore(&mut self, state: serde_json::Value) -> Result<()> {

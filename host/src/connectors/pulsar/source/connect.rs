@@ -14,7 +14,8 @@ use crate::connectors::pulsar::config::PulsarTableConfig;
 use crate::connectors::pulsar::txn_acks::TxnAcks;
 use crate::pulsar::admin;
 use crate::pulsar::reader::{
-    DataLossPolicy, KeyRange, SplitReader, SplitSet, StartPosition, key_ranges, state_key,
+    DataLossPolicy, KeyRange, SplitReader, SplitSet, StartPosition, SubscriptionKind, key_ranges,
+    state_key,
 };
 use crate::pulsar::topics::{Discovery, Split};
 use magnetar::PulsarClient;
@@ -91,6 +92,7 @@ pub(super) async fn connect(
                 start,
                 policy,
                 *range,
+                cfg.source.subscription_kind,
             )
             .await
             .with_context(|| format!("table '{}': opening {}", cfg.table, split.topic))?;
@@ -134,16 +136,47 @@ pub(super) async fn subscription_exists(
         .any(|s| s == subscription))
 }
 
+/// How the readers of discovered splits are opened (the same for every round).
+#[derive(Clone)]
+pub(super) struct SplitOpening {
+    pub subscription: String,
+    pub ranges: Vec<Option<KeyRange>>,
+    pub policy: DataLossPolicy,
+    /// Linked to the sink's transactions: readers hand out whole entries.
+    pub whole_entries: bool,
+    pub kind: SubscriptionKind,
+}
+
+impl SplitOpening {
+    pub(super) fn of(cfg: &PulsarTableConfig, subscription: &str, whole_entries: bool) -> Self {
+        SplitOpening {
+            subscription: subscription.to_string(),
+            ranges: reader_ranges(cfg),
+            policy: cfg.source.data_loss,
+            whole_entries,
+            kind: cfg.source.subscription_kind,
+        }
+    }
+
+    /// Where a split that appeared after the start begins: its earliest message — or, on a subscription
+    /// that other processes share, its cursor (another process may have read the split already).
+    fn start(&self) -> StartPosition {
+        match self.kind {
+            SubscriptionKind::Exclusive => StartPosition::Earliest,
+            SubscriptionKind::Failover => StartPosition::SubscriptionCursor {
+                from_earliest: true,
+            },
+        }
+    }
+}
+
 /// A discovery round as its own task: the readers of the splits that appeared since the last round, each
 /// read from its earliest message.
 pub(super) fn spawn_discovery(
     client: Arc<PulsarClient>,
     admin: Option<AdminClient>,
     mut discovery: Discovery,
-    subscription: String,
-    ranges: Vec<Option<KeyRange>>,
-    policy: DataLossPolicy,
-    whole_entries: bool,
+    opening: SplitOpening,
 ) -> super::Discovering {
     tokio::spawn(async move {
         let new = match discovery.new_splits(&client, admin.as_ref()).await {
@@ -159,16 +192,7 @@ pub(super) fn spawn_discovery(
         let mut readers = Vec::new();
         let mut failure = None;
         for split in new {
-            match open_split(
-                &client,
-                &split,
-                &subscription,
-                &ranges,
-                policy,
-                whole_entries,
-            )
-            .await
-            {
+            match open_split(&client, &split, &opening).await {
                 Ok(opened) => readers.extend(opened),
                 Err(e) => {
                     warn!(split = %split.topic, "partition discovery: opening a new split failed; retrying at the next round: {e:#}");
@@ -187,25 +211,23 @@ pub(super) fn spawn_discovery(
 async fn open_split(
     client: &PulsarClient,
     split: &Split,
-    subscription: &str,
-    ranges: &[Option<KeyRange>],
-    policy: DataLossPolicy,
-    whole_entries: bool,
+    opening: &SplitOpening,
 ) -> Result<Vec<SplitReader>> {
     let mut readers = Vec::new();
-    for range in ranges {
+    for range in &opening.ranges {
         match SplitReader::open_range(
             client,
             split.clone(),
-            subscription,
-            StartPosition::Earliest,
-            policy,
+            &opening.subscription,
+            opening.start(),
+            opening.policy,
             *range,
+            opening.kind,
         )
         .await
         {
             Ok(mut r) => {
-                if whole_entries {
+                if opening.whole_entries {
                     r.whole_entries();
                 }
                 readers.push(r);

@@ -7,7 +7,9 @@
 //!   the same way, and the position of a batch only counts as emitted when its rows are returned.
 //! - The checkpoint holds, per split, the position after the last emitted message (batch index included);
 //!   splits that emitted nothing keep their resolved start. On completion the position is committed to the
-//!   job's durable subscription (cumulative ack), so Pulsar's tools show the backlog.
+//!   job's durable subscription (cumulative ack), so Pulsar's tools show the backlog. With
+//!   `subscription-type` = `Failover` several processes share the subscriptions and the committed cursor,
+//!   not the checkpoint, is where every start resumes (ADR 0014).
 //!
 //! Files: [`connect`] (client, topics, readers, discovery), [`startup`] (where each split starts),
 //! [`decode`] (format plugins → columns), [`commit`] (positions and acknowledgements at checkpoints),
@@ -19,7 +21,7 @@ mod decode;
 mod startup;
 mod subscriptions;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,12 +36,12 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use super::config::{PulsarTableConfig, Startup};
-use super::txn_acks::TxnAcks;
+use super::txn_acks::{SharedSubscriptionSource, TxnAcks};
 use crate::connector_api::{PipelineContext, Source, SourcePoll};
 use crate::plugins::catalog::PluginCatalog;
-use crate::pulsar::reader::{SplitCheckpoint, SplitReader, SplitSet};
+use crate::pulsar::reader::{SplitCheckpoint, SplitReader, SplitSet, SubscriptionKind};
 use crate::pulsar::topics::Discovery;
-use connect::{connect, discovery_interval, spawn_discovery};
+use connect::{SplitOpening, connect, discovery_interval, spawn_discovery};
 pub(super) use decode::make_decoders;
 use decode::{DecodeJob, Decoded, Decoders};
 
@@ -97,6 +99,9 @@ pub struct PulsarSource {
     txn_acks: Option<Arc<TxnAcks>>,
     /// Linked to the sink's transactions: per split, the last position handed to it.
     published: BTreeMap<String, magnetar::MessageId>,
+    /// The splits this process read at the last look, and the metric that shows their number.
+    owned: Option<BTreeSet<String>>,
+    owned_gauge: Option<prometheus::IntGauge>,
 }
 
 impl PulsarSource {
@@ -115,7 +120,36 @@ impl PulsarSource {
             skipped: 0,
             txn_acks: None,
             published: BTreeMap::new(),
+            owned: None,
+            owned_gauge: None,
         }
+    }
+
+    /// Logs (and counts in `pulsar_connect_source_owned_splits`) which splits this process reads when
+    /// that changed: every split with an Exclusive subscription; with Failover those the broker made this
+    /// process's consumer active for (the others wait to take over when the active process goes).
+    fn track_ownership(&mut self) {
+        let Stage::Running(run) = &self.stage else {
+            return;
+        };
+        let failover = self.spec.cfg.source.subscription_kind == SubscriptionKind::Failover;
+        let readers = run.splits.readers();
+        let now: BTreeSet<String> = readers
+            .iter()
+            .filter(|r| !failover || r.is_active() == Some(true))
+            .map(|r| r.split().topic.to_string())
+            .collect();
+        if self.owned.as_ref() == Some(&now) {
+            return;
+        }
+        if let Some(g) = &self.owned_gauge {
+            g.set(now.len() as i64);
+        }
+        let total = readers.len();
+        if failover {
+            info!(table = %self.spec.cfg.table, owned = now.len(), of = total, splits = ?now, subscription = %self.subscription, "this process now reads {} of the {total} splits", now.len());
+        }
+        self.owned = Some(now);
     }
 
     /// The acknowledgements go into the sink's transactions.
@@ -156,6 +190,7 @@ impl PulsarSource {
 #[async_trait]
 impl Source for PulsarSource {
     fn set_context(&mut self, ctx: &PipelineContext) {
+        self.owned_gauge = Some(ctx.owned_splits.clone());
         if !matches!(
             self.spec.cfg.source.startup,
             Startup::ExternalSubscription { .. }
@@ -171,7 +206,12 @@ impl Source for PulsarSource {
         // Acknowledging inside a sink's transaction needs the admin API at start (finding the
         // transactions of crashed runs, the subscriptions that exist) and durable subscriptions (key
         // ranges are read through non-durable ones).
-        if self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none() {
+        if self.spec.cfg.source.subscription_kind != SubscriptionKind::Exclusive {
+            ctx.link.offer(Arc::new(SharedSubscriptionSource {
+                table: self.spec.cfg.table.clone(),
+                kind: self.spec.cfg.source.subscription_kind.name(),
+            }));
+        } else if self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none() {
             let acks = Arc::new(TxnAcks::default());
             ctx.link.offer(acks.clone());
             self.txn_acks = Some(acks);
@@ -194,10 +234,8 @@ impl Source for PulsarSource {
         let schema = self.spec.schema.clone();
         let layout = self.spec.cfg.layout.clone();
         let interval = discovery_interval(&self.spec.cfg);
-        let sub = self.subscription.clone();
-        let policy = self.spec.cfg.source.data_loss;
-        let whole_entries = self.linked().is_some();
-        let ranges = connect::reader_ranges(&self.spec.cfg);
+        let opening = SplitOpening::of(&self.spec.cfg, &self.subscription, self.linked().is_some());
+        self.track_ownership();
         let run = self.running().await?;
 
         // Splits found by discovery join the set.
@@ -220,10 +258,7 @@ impl Source for PulsarSource {
                 run.client.clone(),
                 run.admin.clone(),
                 discovery,
-                sub.clone(),
-                ranges,
-                policy,
-                whole_entries,
+                opening,
             ));
         }
 
@@ -266,6 +301,13 @@ impl Source for PulsarSource {
         }
         self.emitted.insert(decoded.split, decoded.position);
         Ok(SourcePoll::Batch(decoded.batch))
+    }
+
+    fn has_buffered(&self) -> bool {
+        match &self.stage {
+            Stage::Running(run) => run.decoding.is_some() || run.splits.has_queued(),
+            _ => false,
+        }
     }
 
     fn snapshot(&mut self) -> Result<serde_json::Value> {

@@ -10,7 +10,7 @@ use crate::connectors::pulsar::config::{OffsetStart, PulsarTableConfig, Startup}
 use crate::connectors::pulsar::txn_acks::stale_transactions;
 use crate::pulsar::admin;
 use crate::pulsar::message_id::{format_message_id, parse_message_id};
-use crate::pulsar::reader::{DataLossPolicy, StartPosition, resolve_latest};
+use crate::pulsar::reader::{DataLossPolicy, StartPosition, SubscriptionKind, resolve_latest};
 use crate::pulsar::topics::Split;
 use crate::pulsar::transactions::{TxnCoordinator, TxnRef};
 
@@ -146,8 +146,9 @@ async fn fresh_start(
     })
 }
 
-/// Where the reader of `split` (checkpoint key `key`) starts: at the subscription's cursor when linked
-/// to the sink's transactions and the subscription exists (`at_cursor`), else at the restored position
+/// Where the reader of `split` (checkpoint key `key`) starts: at the subscription's cursor when other
+/// processes share the subscription (`subscription-type` `Failover`) or when linked to the sink's
+/// transactions and the subscription exists (`at_cursor`), else at the restored position
 /// (checked against the topic's ledgers for data loss), else — a split the checkpoint does not know —
 /// at its earliest message, or, on a fresh start, where `scan.startup.mode` says.
 pub(super) async fn start_position(
@@ -159,6 +160,20 @@ pub(super) async fn start_position(
     at_cursor: bool,
     subscription: &str,
 ) -> Result<StartPosition> {
+    if cfg.source.subscription_kind != SubscriptionKind::Exclusive {
+        // Several processes share the subscription: its cursor, committed at every completed checkpoint
+        // by whichever process read the split, is where every start resumes; a local checkpoint never
+        // rewinds a split that another process moved on.
+        let from_earliest = !matches!(
+            cfg.source.startup,
+            Startup::Latest
+                | Startup::ExternalSubscription {
+                    from_earliest: false,
+                    ..
+                }
+        );
+        return Ok(StartPosition::SubscriptionCursor { from_earliest });
+    }
     Ok(match restored.and_then(|s| s.splits.get(key)) {
         // Linked to the sink's transactions: the cursor moved with every committed output.
         _ if at_cursor => StartPosition::SubscriptionCursor {
