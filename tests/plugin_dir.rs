@@ -268,17 +268,7 @@ fn compiled_code_is_cached_by_the_host() {
 
 /// The release binary (`PULSAR_CONNECT_BIN`, else `target/release/pulsar-connect`).
 fn binary() -> std::path::PathBuf {
-    let p = std::env::var_os("PULSAR_CONNECT_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            pulsar_connect_tests::guests::repo_root().join("target/release/pulsar-connect")
-        });
-    assert!(
-        p.exists(),
-        "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
-        p.display()
-    );
-    p
+    pulsar_connect_tests::binary()
 }
 
 /// Runs the binary in an empty working directory (no `./plugins`) without the plugin-directory variable.

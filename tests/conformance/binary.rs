@@ -12,9 +12,7 @@ use anyhow::{Context, Result, bail};
 pub fn binary() -> Result<PathBuf> {
     let p = std::env::var_os("PULSAR_CONNECT_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            pulsar_connect_tests::guests::repo_root().join("target/release/pulsar-connect")
-        });
+        .unwrap_or_else(|| xtask::paths::target_dir().join("release/pulsar-connect"));
     if !p.exists() {
         bail!(
             "{} not found: build it with `cargo build --release -p pulsar-connect` (or set PULSAR_CONNECT_BIN)",

@@ -15,17 +15,7 @@ use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 pub const N: u32 = 20_000;
 
 pub fn binary() -> PathBuf {
-    let p = std::env::var_os("PULSAR_CONNECT_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            pulsar_connect_tests::guests::repo_root().join("target/release/pulsar-connect")
-        });
-    assert!(
-        p.exists(),
-        "{} not found: run `cargo build --release -p pulsar-connect`",
-        p.display()
-    );
-    p
+    pulsar_connect_tests::binary()
 }
 
 pub fn job_sql(

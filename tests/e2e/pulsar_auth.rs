@@ -560,15 +560,7 @@ fn url_of(s: &str) -> url::Url {
 // validate
 
 fn binary() -> PathBuf {
-    let bin = std::env::var_os("PULSAR_CONNECT_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| xtask::paths::target_dir().join("release/pulsar-connect"));
-    assert!(
-        bin.exists(),
-        "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
-        bin.display()
-    );
-    bin
+    pulsar_connect_tests::binary()
 }
 
 #[test]

@@ -234,3 +234,18 @@ pub fn now_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+/// The release binary: `PULSAR_CONNECT_BIN`, else `release/pulsar-connect` in cargo's target directory
+/// (`CARGO_TARGET_DIR` when set, else `<workspace>/target`); build it first with
+/// `cargo build --release -p pulsar-connect` (`cargo xtask test` does).
+pub fn binary() -> std::path::PathBuf {
+    let p = std::env::var_os("PULSAR_CONNECT_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| xtask::paths::target_dir().join("release/pulsar-connect"));
+    assert!(
+        p.exists(),
+        "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
+        p.display()
+    );
+    p
+}

@@ -314,7 +314,7 @@ INSERT INTO sink SELECT * FROM src;",
     }
 
     fn ceiling(&self, name: &str, topic: &str) -> Result<Measure> {
-        let out = Command::new(self.root.join("target/release/examples/bare_consumer"))
+        let out = Command::new(paths::target_dir().join("release/examples/bare_consumer"))
             .arg(&self.service_url)
             .arg(topic)
             .arg(self.rows.to_string())
@@ -535,7 +535,7 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     eprintln!("bench {run_id}: logs and job files in {}", dir.display());
     let ctx = Ctx {
-        bin: root.join("target/release/pulsar-connect"),
+        bin: paths::target_dir().join("release/pulsar-connect"),
         root: root.clone(),
         service_url: info.service_url.clone(),
         admin_url: info.admin_url.clone(),

@@ -165,7 +165,7 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
     if !built.success() {
         bail!("building pulsar-connect failed ({built})");
     }
-    let bin = root.join("target/release/pulsar-connect");
+    let bin = paths::target_dir().join("release/pulsar-connect");
     stages.next(if std::env::var_os("PULSAR_SERVICE_URL").is_some() {
         "the broker given by PULSAR_SERVICE_URL"
     } else {

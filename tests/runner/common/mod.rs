@@ -224,16 +224,7 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// The release binary: `PULSAR_CONNECT_BIN`, else `<workspace>/target/release/pulsar-connect`
-/// (build it first: `cargo build --release -p pulsar-connect`).
+/// The release binary ([`pulsar_connect_tests::binary`]).
 pub fn binary() -> PathBuf {
-    let p = std::env::var_os("PULSAR_CONNECT_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/release/pulsar-connect"));
-    assert!(
-        p.exists(),
-        "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
-        p.display()
-    );
-    p
+    pulsar_connect_tests::binary()
 }
