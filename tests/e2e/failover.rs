@@ -1,8 +1,10 @@
 //! Scale-out through a Failover subscription (issue 17 §2): several processes run the same job file and
 //! share the partitions of its input; when one dies (SIGKILL) the broker moves its partitions to the
 //! others, which resume at the subscription's cursor; a process that joins later takes partitions over.
-//! At-least-once: at the end the output holds every input row. Every process's log shows the splits it
-//! owned. Needs the broker, the built plugins and the release binary (`cargo xtask test`).
+//! At-least-once: at the end the output holds every input row (rows the killed process read after its
+//! last completed checkpoint are read again by the new owner: 3 333 duplicates in one of five runs).
+//! Every process's log shows the splits it owned. Needs the broker, the built plugins and the release
+//! binary (`cargo xtask test`).
 
 use std::path::Path;
 use std::process::Child;
@@ -15,7 +17,7 @@ use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 use super::exactly_once::copy_job::{read_output, spawn};
 
 const PARTITIONS: u32 = 6;
-const PER_PHASE: u64 = 3_000;
+const PER_PHASE: u64 = 10_000;
 
 /// Rows `from..to`, row `i` to partition `i % 6` (each partition in sequence order).
 async fn produce(broker: &TestBroker, input: &str, from: u64, to: u64) -> Result<()> {
@@ -109,7 +111,7 @@ INSERT INTO dst SELECT seq, payload FROM src;",
     produce(&broker, &input, 0, PER_PHASE).await?;
     // SIGKILL the second process while it copies (rows after its last completed checkpoint are read
     // again by the process its partitions move to).
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
     procs[1].0.kill()?;
     procs[1].0.wait()?;
     produce(&broker, &input, PER_PHASE, 2 * PER_PHASE).await?;
