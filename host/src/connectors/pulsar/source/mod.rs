@@ -21,7 +21,7 @@ mod decode;
 mod startup;
 mod subscriptions;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -99,8 +99,9 @@ pub struct PulsarSource {
     txn_acks: Option<Arc<TxnAcks>>,
     /// Linked to the sink's transactions: per split, the last position handed to it.
     published: BTreeMap<String, magnetar::MessageId>,
-    /// The splits this process read at the last look, and the metric that shows their number.
-    owned: Option<BTreeSet<String>>,
+    /// Per reader (in the split set's order), whether this process read it at the last look; and the
+    /// metric that shows how many it reads.
+    owned: Option<Vec<bool>>,
     owned_gauge: Option<prometheus::IntGauge>,
 }
 
@@ -134,20 +135,25 @@ impl PulsarSource {
         };
         let failover = self.spec.cfg.source.subscription_kind == SubscriptionKind::Failover;
         let readers = run.splits.readers();
-        let now: BTreeSet<String> = readers
-            .iter()
-            .filter(|r| !failover || r.is_active() == Some(true))
-            .map(|r| r.split().topic.to_string())
-            .collect();
-        if self.owned.as_ref() == Some(&now) {
+        let owns = |r: &SplitReader| !failover || r.is_active() == Some(true);
+        // Called at every poll: compare without allocating; build the names only on a change.
+        if self.owned.as_ref().is_some_and(|o| {
+            o.len() == readers.len() && o.iter().zip(readers).all(|(was, r)| *was == owns(r))
+        }) {
             return;
         }
+        let now: Vec<bool> = readers.iter().map(owns).collect();
+        let names: Vec<String> = readers
+            .iter()
+            .filter(|r| owns(r))
+            .map(|r| r.split().topic.to_string())
+            .collect();
         if let Some(g) = &self.owned_gauge {
-            g.set(now.len() as i64);
+            g.set(names.len() as i64);
         }
         let total = readers.len();
         if failover {
-            info!(table = %self.spec.cfg.table, owned = now.len(), of = total, splits = ?now, subscription = %self.subscription, "this process now reads {} of the {total} splits", now.len());
+            info!(table = %self.spec.cfg.table, owned = names.len(), of = total, splits = ?names, subscription = %self.subscription, "this process now reads {} of the {total} splits", names.len());
         }
         self.owned = Some(now);
     }
