@@ -12,8 +12,11 @@ use crate::connectors::pulsar::txn_acks::SplitAck;
 use crate::pulsar::reader::compare_positions;
 
 impl PulsarSource {
-    /// Linked to the sink's transactions: everything emitted so far reaches the sink before checkpoint
+    /// Linked to the sink's transactions: everything returned so far reaches the sink before checkpoint
     /// `id`'s barrier, so the sink acknowledges it in the transaction it pre-commits for that checkpoint.
+    /// Only what was returned: messages the reader handed out whose decode a barrier interrupted reach
+    /// the sink after the barrier, in the next transaction (acknowledging them here lost them when the
+    /// process died before that transaction committed).
     pub(super) fn publish_linked_acks(&mut self, id: u64) {
         let (Some(acks), Stage::Running(run)) = (self.linked(), &self.stage) else {
             return;
@@ -21,7 +24,7 @@ impl PulsarSource {
         let mut batch = Vec::new();
         for r in run.splits.readers() {
             let topic = r.key();
-            let Some(through) = r.last_whole_entry() else {
+            let Some(&through) = self.emitted_entries.get(&topic) else {
                 continue;
             };
             let newer = self

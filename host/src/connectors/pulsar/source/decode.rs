@@ -28,6 +28,8 @@ pub(super) struct Decoded {
     pub(super) batch: RecordBatch,
     pub(super) split: String,
     pub(super) position: SplitCheckpoint,
+    /// The last whole entry among the messages decoded (and every one before them on the split).
+    pub(super) through: Option<magnetar::MessageId>,
     pub(super) skipped: u64,
 }
 
@@ -51,6 +53,8 @@ pub(super) struct DecodeJob {
     /// The reader's checkpoint key.
     pub(super) key: String,
     pub(super) position: SplitCheckpoint,
+    /// The reader's last whole entry once these messages were handed out.
+    pub(super) through: Option<magnetar::MessageId>,
     pub(super) msgs: Vec<IncomingMessage>,
 }
 
@@ -193,6 +197,7 @@ impl DecodeJob {
             batch,
             split: self.key.clone(),
             position: self.position.clone(),
+            through: self.through,
             skipped,
         })
     }

@@ -97,6 +97,9 @@ pub struct PulsarSource {
     /// Offered to the pipeline's sink (with an `admin-url` only); claimed by an exactly-once Pulsar sink,
     /// the acknowledgements go into its transactions ([`super::txn_acks`]).
     txn_acks: Option<Arc<TxnAcks>>,
+    /// Per split: the last whole entry whose rows this run returned (a linked source acknowledges
+    /// through it; a batch still decoding when a barrier cancels the poll is not in it).
+    emitted_entries: BTreeMap<String, magnetar::MessageId>,
     /// Linked to the sink's transactions: per split, the last position handed to it.
     published: BTreeMap<String, magnetar::MessageId>,
     /// Per reader (in the split set's order), whether this process read it at the last look; and the
@@ -120,6 +123,7 @@ impl PulsarSource {
             snapshots: VecDeque::new(),
             skipped: 0,
             txn_acks: None,
+            emitted_entries: BTreeMap::new(),
             published: BTreeMap::new(),
             owned: None,
             owned_gauge: None,
@@ -277,6 +281,7 @@ impl Source for PulsarSource {
             let split = reader.split().clone();
             let key = reader.key();
             let position = reader.position();
+            let through = reader.last_whole_entry();
             let decoders = run
                 .decoders
                 .take()
@@ -288,6 +293,7 @@ impl Source for PulsarSource {
                 split,
                 key,
                 position,
+                through,
                 msgs,
             };
             run.decoding = Some(tokio::task::spawn_blocking(move || job.run(decoders)));
@@ -304,6 +310,9 @@ impl Source for PulsarSource {
         if decoded.skipped > 0 {
             self.skipped += decoded.skipped;
             warn!(table = %table, skipped = decoded.skipped, total_skipped = self.skipped, "skipped messages the format could not decode (ignore-parse-errors)");
+        }
+        if let Some(through) = decoded.through {
+            self.emitted_entries.insert(decoded.split.clone(), through);
         }
         self.emitted.insert(decoded.split, decoded.position);
         Ok(SourcePoll::Batch(decoded.batch))
