@@ -107,6 +107,24 @@ pub async fn read_output(
 
 /// Writes `N` sequence-numbered rows to a new input topic.
 pub async fn produce_input(broker: &TestBroker, input: &str) -> Result<()> {
+    produce_rows(broker, input, (0..N).collect()).await
+}
+
+/// Writes the `N` rows to a new topic of `partitions` partitions: row `i` to partition `i % partitions`.
+pub async fn produce_partitioned_input(
+    broker: &TestBroker,
+    input: &str,
+    partitions: u32,
+) -> Result<()> {
+    broker.create_partitioned_topic(input, partitions)?;
+    for p in 0..partitions {
+        let rows = (0..N).filter(|i| i % partitions == p).collect();
+        produce_rows(broker, &format!("{input}-partition-{p}"), rows).await?;
+    }
+    Ok(())
+}
+
+async fn produce_rows(broker: &TestBroker, input: &str, rows: Vec<u32>) -> Result<()> {
     let client = broker.client().await?;
     let producer = client
         .producer(input)
@@ -114,7 +132,8 @@ pub async fn produce_input(broker: &TestBroker, input: &str) -> Result<()> {
         .batching_max_publish_delay(Duration::from_millis(5))
         .create()
         .await?;
-    let sends: Vec<_> = (0..N)
+    let sends: Vec<_> = rows
+        .into_iter()
         .map(|i| {
             producer.send(
                 OutgoingMessage::with_payload(
@@ -139,16 +158,27 @@ pub struct CopyJob {
     state: PathBuf,
     /// Runs without the state directory (restarts from scratch).
     pub stateless: bool,
+    /// Partitions of the input topic (0: not partitioned).
+    pub partitions: u32,
     pub log: PathBuf,
     _tmp: tempfile::TempDir,
 }
 
 impl CopyJob {
     pub async fn new(semantic: &str) -> Result<CopyJob> {
+        Self::with_partitions(semantic, 0).await
+    }
+
+    /// A copy job whose input topic has `partitions` partitions (0: a non-partitioned topic).
+    pub async fn with_partitions(semantic: &str, partitions: u32) -> Result<CopyJob> {
         let broker = TestBroker::get();
         let input = unique_topic(&format!("{semantic}-in"));
         let output = unique_topic(&format!("{semantic}-out"));
-        produce_input(&broker, &input).await?;
+        if partitions == 0 {
+            produce_input(&broker, &input).await?;
+        } else {
+            produce_partitioned_input(&broker, &input, partitions).await?;
+        }
         let tmp = tempfile::tempdir()?;
         let job = tmp.path().join("job.sql");
         std::fs::write(
@@ -164,6 +194,7 @@ impl CopyJob {
         Ok(CopyJob {
             state: tmp.path().join("state"),
             stateless: false,
+            partitions,
             log: tmp.path().join("job.log"),
             job,
             broker,
@@ -179,6 +210,20 @@ impl CopyJob {
         spawn(&self.job, state, &self.log)
     }
 
+    /// Sets `parallelism.default` for the next runs (none: the default).
+    pub fn set_parallelism(&self, n: Option<usize>) {
+        let text = std::fs::read_to_string(&self.job).unwrap();
+        let mut lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("SET 'parallelism.default'"))
+            .collect();
+        let set = n.map(|n| format!("SET 'parallelism.default' = '{n}';"));
+        if let Some(set) = &set {
+            lines.insert(0, set);
+        }
+        std::fs::write(&self.job, lines.join("\n")).unwrap();
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -190,9 +235,10 @@ impl CopyJob {
             .input
             .strip_prefix("persistent://")
             .unwrap_or(&self.input);
+        let stats = if self.partitions > 0 { "partitioned-stats" } else { "stats" };
         let Ok(stats) =
             self.broker
-                .admin("GET", &format!("/admin/v2/persistent/{path}/stats"), None)
+                .admin("GET", &format!("/admin/v2/persistent/{path}/{stats}"), None)
         else {
             return false;
         };
@@ -274,8 +320,19 @@ pub async fn copy_with_kills_from(
     job: &CopyJob,
     rounds: usize,
 ) -> Result<(BTreeMap<u64, usize>, String)> {
+    copy_with_kills_each(job, rounds, |_| {}).await
+}
+
+/// [`copy_with_kills_from`], calling `before(round)` before each run (the last one is round `rounds`),
+/// e.g. to change the job file.
+pub async fn copy_with_kills_each(
+    job: &CopyJob,
+    rounds: usize,
+    before: impl Fn(usize),
+) -> Result<(BTreeMap<u64, usize>, String)> {
     let mut seed = now_ms();
     for round in 0..rounds {
+        before(round);
         let mut child = job.spawn();
         // A pseudo-random point between 0.3 s and 2.3 s into the run.
         seed = seed
@@ -293,6 +350,7 @@ pub async fn copy_with_kills_from(
         child.wait()?;
     }
     let mut restarts = 0;
+    before(rounds);
     let result = job.finish(job.spawn(), &mut restarts).await?;
     assert_eq!(
         restarts,

@@ -10,6 +10,7 @@ mod exactly_once;
 mod failover;
 mod key_formats;
 mod linked_acks;
+mod parallel;
 mod pulsar_auth;
 mod pulsar_client;
 mod pulsar_reader;

@@ -14,8 +14,22 @@ pub struct PipelineContext {
     pub sink_dropped: prometheus::IntCounter,
     /// `pulsar_connect_source_owned_splits` of the INSERT's source table: the splits this process reads.
     pub owned_splits: prometheus::IntGauge,
-    /// Where the INSERT's source and sink meet (see [`PipelineLink`]).
+    /// Where the INSERT's source and sink meet (see [`PipelineLink`]): one per sink subtask, shared by
+    /// the source subtasks that feed it.
     pub link: Arc<PipelineLink>,
+    /// Which of the INSERT's source (or sink) subtasks this instance is.
+    pub subtask: Subtask,
+}
+
+/// Subtask `index` of `count` (`0` of `1` without parallelism).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subtask {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Subtask {
+    pub const SOLE: Subtask = Subtask { index: 0, count: 1 };
 }
 
 impl PipelineContext {
@@ -30,6 +44,7 @@ impl PipelineContext {
             owned_splits: prometheus::IntGauge::new("detached", "not registered")
                 .unwrap_or_else(|_| unreachable!("a valid metric name")),
             link: Arc::new(PipelineLink::default()),
+            subtask: Subtask::SOLE,
         }
     }
 }
@@ -45,6 +60,18 @@ pub struct PipelineLink {
 impl PipelineLink {
     pub fn offer<T: Send + Sync + 'static>(&self, value: Arc<T>) {
         *self.offered.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+    }
+
+    /// What a source subtask feeding the same sink subtask offered already, if it is a `T`; otherwise
+    /// `make()`, offered.
+    pub fn offer_shared<T: Send + Sync + 'static>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut offered = self.offered.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = offered.clone().and_then(|v| v.downcast::<T>().ok()) {
+            return v;
+        }
+        let v = Arc::new(make());
+        *offered = Some(v.clone());
+        v
     }
 
     /// What the source offered, if it is a `T`.

@@ -27,7 +27,7 @@ use anyhow::Result;
 
 use crate::options::OptionSet;
 
-pub use context::{PipelineContext, PipelineLink};
+pub use context::{PipelineContext, PipelineLink, Subtask};
 pub use settings::JobSettings;
 pub use sink::Sink;
 pub use source::{Source, SourcePoll};
@@ -51,14 +51,34 @@ pub type TableConfigSlot = Arc<dyn std::any::Any + Send + Sync>;
 
 /// Builds the read side of a table.
 pub trait SourceFactory: Send + Sync {
-    /// One source per INSERT that reads `table`, built from the configuration the catalog kept.
+    /// One source per INSERT (and source subtask) that reads `table`, built from the configuration the
+    /// catalog kept.
     fn create_source(&self, table: &CatalogTable) -> Result<Box<dyn Source>>;
+    /// Whether several subtasks may read `table` (each owning some of its splits), and how many the
+    /// table asks for (`scan.parallelism`).
+    fn parallelism(&self, _table: &CatalogTable) -> Parallelism {
+        Parallelism::Single
+    }
 }
 
 /// Builds the write side of a table.
 pub trait SinkFactory: Send + Sync {
-    /// One sink per INSERT into `table`, built from the configuration the catalog kept.
+    /// One sink per INSERT (and sink subtask) into `table`, built from the configuration the catalog kept.
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>>;
+    /// Whether several subtasks may write `table`, and how many the table asks for (`sink.parallelism`).
+    fn parallelism(&self, _table: &CatalogTable) -> Parallelism {
+        Parallelism::Single
+    }
+}
+
+/// How many subtasks may serve one side of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parallelism {
+    /// One subtask only (`parallelism.default` does not apply).
+    Single,
+    /// Any number; `Some` when the table sets it, otherwise the job's `parallelism.default` or the
+    /// runtime's default.
+    Parallel(Option<usize>),
 }
 
 /// A connector: options, metadata, table checks, and its source and/or sink factory.

@@ -17,13 +17,16 @@ pub const PIPELINE_NAME: &str = "pipeline.name";
 pub const BATCH_SIZE: &str = "table.exec.mini-batch.size";
 pub const BATCH_LINGER: &str = "table.exec.mini-batch.allow-latency";
 pub const NOT_NULL_ENFORCER: &str = "table.exec.sink.not-null-enforcer";
+pub const PARALLELISM_DEFAULT: &str = "parallelism.default";
+/// The most subtasks one side of an INSERT may have.
+pub const MAX_PARALLELISM: i64 = 1024;
 
 /// The `SET` keys pulsar-connect reads.
 pub static JOB_OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
     OptionSet::new(
         "job settings (SET 'key' = 'value')",
         "Keys set with `SET` in the job file. Keys not listed here are accepted with a warning (Flink jobs often set \
-         engine keys such as `parallelism.default` that have no meaning here).",
+         engine keys such as `taskmanager.memory.process.size` that have no meaning here).",
         vec![
             OptionDecl::string(PIPELINE_NAME, "Job name. Also the job's identity for checkpoints: state lives in `<state dir>/<pipeline.name>/`. Without it the identity is `job-` + the first 12 hex digits of the SHA-256 of the job file with comments and whitespace normalised, so editing the job starts from fresh state."),
             OptionDecl::duration(CHECKPOINT_INTERVAL, "Time between checkpoints. Sources' positions are only made durable (and, for Pulsar, committed to the subscription) at checkpoints, so this bounds replay after a crash.").default("10s"),
@@ -32,6 +35,7 @@ pub static JOB_OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
             OptionDecl::int(NUM_RETAINED, 1, 1000, "Number of complete checkpoints kept on disk; older ones are deleted. Keeping more than one lets a restart fall back when the newest file is damaged.").default("3"),
             OptionDecl::int(BATCH_SIZE, 1, 1_000_000, "Maximum rows per batch handed from a source to the pipeline.").default("4096"),
             OptionDecl::duration(BATCH_LINGER, "How long a source may hold rows to fill a batch. Unset (the default): adaptive — a batch is handed on as soon as the source has nothing more received for it, and grows towards `table.exec.mini-batch.size` only while more rows are already waiting, so rows never wait for a timer. `0ms`: every poll's rows are handed on at once. A longer value waits up to that long for a batch to fill (fewer, larger batches at moderate rates, at the cost of latency)."),
+            OptionDecl::int(PARALLELISM_DEFAULT, 1, MAX_PARALLELISM, "Subtasks per INSERT for the sources and sinks that read and write in parallel (the Pulsar source and sink, `blackhole`) when the table sets no `scan.parallelism` / `sink.parallelism`. Each source subtask reads its share of the splits (topic partitions, key ranges) with its own decoders and transform, and feeds one sink subtask, so the rows of a partition stay in order. Unset: as many as the process has cores, capped by the number of splits; the sinks take the sources' number (docs/adr/0015)."),
             OptionDecl::enumeration(NOT_NULL_ENFORCER, &["ERROR", "DROP"], "What to do when a NULL is written to a NOT NULL sink column: fail the job, or drop the row (counted as skipped).").default("ERROR"),
         ],
         vec![],
@@ -50,6 +54,8 @@ pub struct JobSettings {
     /// `None`: adaptive hand-off (see [`BATCH_LINGER`]).
     pub batch_linger: Option<Duration>,
     pub drop_null_violations: bool,
+    /// `parallelism.default` (`None`: the runtime's default).
+    pub parallelism: Option<usize>,
     /// Every SET pair, for display.
     pub raw: ResolvedOptions,
 }
@@ -107,6 +113,7 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
             batch_size: r.get_i64(BATCH_SIZE).unwrap_or(4096).max(1) as usize,
             batch_linger: r.get_duration(BATCH_LINGER),
             drop_null_violations: r.get(NOT_NULL_ENFORCER) == Some("DROP"),
+            parallelism: r.get_i64(PARALLELISM_DEFAULT).map(|n| n.max(1) as usize),
             raw: r,
         },
         warnings,

@@ -18,6 +18,22 @@ pub trait Sink: Send {
         Ok(())
     }
 
+    /// Restores from the sink states the runtime hands this subtask: its own when the run that wrote the
+    /// checkpoint had as many sink subtasks, otherwise all of them to subtask 0 (which settles what they
+    /// left, e.g. commits their transactions) and none to the others. The default takes the only state,
+    /// ignores null ones and refuses to combine several.
+    fn restore_subtasks(&mut self, states: Vec<serde_json::Value>) -> Result<()> {
+        let mut states: Vec<serde_json::Value> =
+            states.into_iter().filter(|s| !s.is_null()).collect();
+        match states.len() {
+            0 => Ok(()),
+            1 => self.restore(states.remove(0)),
+            n => anyhow::bail!(
+                "the checkpoint holds {n} sink subtask states; this sink cannot combine them"
+            ),
+        }
+    }
+
     /// Which job and INSERT this sink serves (called once, before `restore`).
     fn set_context(&mut self, _ctx: &PipelineContext) {}
 

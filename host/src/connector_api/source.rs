@@ -27,6 +27,26 @@ pub trait Source: Send {
     /// Restores the position from a checkpoint (before the first poll).
     fn restore(&mut self, state: serde_json::Value) -> Result<()>;
 
+    /// Restores from the states of every source subtask of the run that wrote the checkpoint (their
+    /// number may differ from this run's): a parallel source keeps the positions of the splits this
+    /// subtask owns (see [`PipelineContext::subtask`]). The default takes the only state there is.
+    fn restore_subtasks(&mut self, states: Vec<serde_json::Value>) -> Result<()> {
+        match <[serde_json::Value; 1]>::try_from(states) {
+            Ok([state]) => self.restore(state),
+            Err(states) if states.is_empty() => Ok(()),
+            Err(states) => anyhow::bail!(
+                "the checkpoint holds {} source subtask states; this source reads with one subtask and cannot combine them",
+                states.len()
+            ),
+        }
+    }
+
+    /// How many splits there are to spread over subtasks, for the default parallelism (called on a
+    /// source that is not running, before `set_context`). `None`: not known (one subtask).
+    async fn split_count(&mut self) -> Result<Option<usize>> {
+        Ok(None)
+    }
+
     /// Waits for and returns up to `max_rows` rows. Must be cancel safe: the runtime may drop the future at an
     /// `.await` point (to inject a checkpoint barrier or stop), and no row may be lost or emitted twice then.
     async fn poll_batch(&mut self, max_rows: usize) -> Result<SourcePoll>;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Result, anyhow};
 use arrow::datatypes::{Schema, SchemaRef};
 
-use super::{ConnectorFactory, Sink, Source, TableConfigSlot};
+use super::{ConnectorFactory, Parallelism, Sink, Source, TableConfigSlot};
 use crate::options::ResolvedOptions;
 use crate::sql::{ColumnDef, ColumnKind, CreateTable};
 
@@ -67,6 +67,20 @@ impl CatalogTable {
                 self.connector
             )),
         }
+    }
+
+    /// How many subtasks may read the table (see [`SourceFactory::parallelism`]).
+    pub fn read_parallelism(&self) -> Parallelism {
+        self.factory
+            .source()
+            .map_or(Parallelism::Single, |f| f.parallelism(self))
+    }
+
+    /// How many subtasks may write the table (see [`SinkFactory::parallelism`]).
+    pub fn write_parallelism(&self) -> Parallelism {
+        self.factory
+            .sink()
+            .map_or(Parallelism::Single, |f| f.parallelism(self))
     }
 
     /// The connector's typed configuration, if it is a `T`.

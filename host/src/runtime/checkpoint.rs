@@ -16,13 +16,36 @@ use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: per-subtask states (`sources`, `sinks`); 1 (read as one subtask each): `source`, `sink`.
+pub const FORMAT_VERSION: u32 = 2;
 
-/// The state of one pipeline (INSERT) in a checkpoint.
+/// The state of one pipeline (INSERT) in a checkpoint: each source subtask's and each sink subtask's, in
+/// subtask order (a restore with other numbers of subtasks redistributes them, see `runtime::spawn`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(from = "PipelineStateFile")]
 pub struct PipelineState {
-    pub source: serde_json::Value,
-    pub sink: serde_json::Value,
+    pub sources: Vec<serde_json::Value>,
+    pub sinks: Vec<serde_json::Value>,
+}
+
+/// What a file of either format holds for a pipeline.
+#[derive(Deserialize)]
+struct PipelineStateFile {
+    sources: Option<Vec<serde_json::Value>>,
+    sinks: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
+    source: serde_json::Value,
+    #[serde(default)]
+    sink: serde_json::Value,
+}
+
+impl From<PipelineStateFile> for PipelineState {
+    fn from(f: PipelineStateFile) -> Self {
+        PipelineState {
+            sources: f.sources.unwrap_or_else(|| vec![f.source]),
+            sinks: f.sinks.unwrap_or_else(|| vec![f.sink]),
+        }
+    }
 }
 
 /// One complete checkpoint.
@@ -99,7 +122,7 @@ impl CheckpointStore {
             bail!("checksum mismatch (damaged file)");
         }
         let data: CheckpointData = serde_json::from_str(body).context("invalid checkpoint JSON")?;
-        if data.format != FORMAT_VERSION {
+        if !(1..=FORMAT_VERSION).contains(&data.format) {
             bail!("unsupported checkpoint format {}", data.format);
         }
         if data.checkpoint_id != id {
@@ -171,8 +194,8 @@ mod tests {
         pipelines.insert(
             "0:sink".to_string(),
             PipelineState {
-                source: serde_json::json!({ "emitted": id * 10 }),
-                sink: serde_json::Value::Null,
+                sources: vec![serde_json::json!({ "emitted": id * 10 })],
+                sinks: vec![serde_json::Value::Null],
             },
         );
         CheckpointData {
@@ -182,6 +205,21 @@ mod tests {
             created_at_ms: 0,
             pipelines,
         }
+    }
+
+    #[test]
+    fn a_first_format_pipeline_reads_as_one_subtask_each() {
+        let old: PipelineState =
+            serde_json::from_str(r#"{"source":{"splits":{}},"sink":{"commit":"(0,1)"}}"#).unwrap();
+        assert_eq!(old.sources, vec![serde_json::json!({"splits": {}})]);
+        assert_eq!(old.sinks, vec![serde_json::json!({"commit": "(0,1)"})]);
+        let new = PipelineState {
+            sources: vec![serde_json::json!(1), serde_json::json!(2)],
+            sinks: vec![serde_json::Value::Null],
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert_eq!(text, r#"{"sources":[1,2],"sinks":[null]}"#);
+        assert_eq!(serde_json::from_str::<PipelineState>(&text).unwrap(), new);
     }
 
     #[test]

@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::checkpoint::PipelineState;
 
 /// Trigger checkpoint `id` in every source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,12 +24,12 @@ pub struct Trigger {
 /// A checkpoint every pipeline acknowledged: persist it, then report [`Coordinator::persisted`] or
 /// [`Coordinator::failed`].
 #[derive(Debug)]
-pub struct Acknowledged {
+pub struct Acknowledged<S> {
     pub id: u64,
     pub is_final: bool,
     pub started: Instant,
-    /// Pipeline index → its state.
-    pub states: BTreeMap<usize, PipelineState>,
+    /// Sink subtask (global index) → what it acknowledged with.
+    pub states: BTreeMap<usize, S>,
 }
 
 /// What follows a persisted checkpoint.
@@ -61,31 +60,40 @@ pub enum CheckpointError {
 }
 
 #[derive(Debug)]
-struct Inflight {
+struct Inflight<S> {
     id: u64,
     started: Instant,
-    acks: BTreeMap<usize, PipelineState>,
+    acks: BTreeMap<usize, S>,
     is_final: bool,
 }
 
-/// The coordinator's state for one run of a job with `pipelines` pipelines (indices `0..pipelines`).
+/// The coordinator's state for one run of a job: `sources` source subtasks and `sinks` sink subtasks over
+/// all its pipelines (global indices `0..sources`, `0..sinks`); a checkpoint completes when every sink
+/// subtask acknowledged it (with the states of the source subtasks that feed it).
 #[derive(Debug)]
-pub struct Coordinator {
-    pipelines: usize,
+pub struct Coordinator<S> {
+    sources: usize,
+    sinks: usize,
     next_id: u64,
     timeout: Duration,
-    inflight: Option<Inflight>,
+    inflight: Option<Inflight<S>>,
     exhausted: BTreeSet<usize>,
     finished: BTreeSet<usize>,
     stopping: bool,
     finishing: bool,
 }
 
-impl Coordinator {
-    /// `next_id`: the id of the first checkpoint of this run (after those already in the state directory).
+impl<S> Coordinator<S> {
+    /// `pipelines` pipelines of one source and one sink subtask each; `next_id`: the id of the first
+    /// checkpoint of this run (after those already in the state directory).
     pub fn new(pipelines: usize, next_id: u64, timeout: Duration) -> Self {
+        Self::with_subtasks(pipelines, pipelines, next_id, timeout)
+    }
+
+    pub fn with_subtasks(sources: usize, sinks: usize, next_id: u64, timeout: Duration) -> Self {
         Coordinator {
-            pipelines,
+            sources,
+            sinks,
             next_id,
             timeout,
             inflight: None,
@@ -129,10 +137,10 @@ impl Coordinator {
         self.owe_final(now)
     }
 
-    /// Pipeline `pipeline`'s source has no more rows; when it is the last one, the job stops as on [`Self::stop`].
-    pub fn exhausted(&mut self, pipeline: usize, now: Instant) -> Option<Trigger> {
-        self.exhausted.insert(pipeline);
-        if self.exhausted.len() == self.pipelines {
+    /// Source subtask `source` has no more rows; when it is the last one, the job stops as on [`Self::stop`].
+    pub fn exhausted(&mut self, source: usize, now: Instant) -> Option<Trigger> {
+        self.exhausted.insert(source);
+        if self.exhausted.len() == self.sources {
             self.stop(now)
         } else {
             None
@@ -154,12 +162,13 @@ impl Coordinator {
         Ok((f.id, self.owe_final(now)))
     }
 
-    /// Pipeline `pipeline` acknowledged checkpoint `id` (its barrier reached the sink, which flushed). Returns
-    /// the checkpoint when it was the last acknowledgement; a late one (of a timed-out checkpoint) is ignored.
-    pub fn ack(&mut self, pipeline: usize, id: u64, state: PipelineState) -> Option<Acknowledged> {
+    /// Sink subtask `sink` acknowledged checkpoint `id` (the barriers of all its inputs reached it and it
+    /// flushed). Returns the checkpoint when it was the last acknowledgement; a late one (of a timed-out
+    /// checkpoint) is ignored.
+    pub fn ack(&mut self, sink: usize, id: u64, state: S) -> Option<Acknowledged<S>> {
         let f = self.inflight.as_mut().filter(|f| f.id == id)?;
-        f.acks.insert(pipeline, state);
-        if f.acks.len() < self.pipelines {
+        f.acks.insert(sink, state);
+        if f.acks.len() < self.sinks {
             return None;
         }
         let f = self.inflight.take()?;
@@ -189,10 +198,10 @@ impl Coordinator {
         self.owe_final(now)
     }
 
-    /// Pipeline `pipeline` ended (its sink closed). `Some` when it was the last one.
-    pub fn finished(&mut self, pipeline: usize) -> Option<Ended> {
-        self.finished.insert(pipeline);
-        if self.finished.len() < self.pipelines {
+    /// Sink subtask `sink` ended (closed). `Some` when it was the last one.
+    pub fn finished(&mut self, sink: usize) -> Option<Ended> {
+        self.finished.insert(sink);
+        if self.finished.len() < self.sinks {
             return None;
         }
         Some(if self.finishing {
@@ -228,15 +237,31 @@ impl Coordinator {
 mod tests {
     use super::*;
 
-    fn state(n: u64) -> PipelineState {
-        PipelineState {
-            source: serde_json::json!(n),
-            sink: serde_json::Value::Null,
-        }
+    fn state(n: u64) -> serde_json::Value {
+        serde_json::json!(n)
     }
 
     fn t(id: u64, is_final: bool) -> Option<Trigger> {
         Some(Trigger { id, is_final })
+    }
+
+    #[test]
+    fn sources_exhaust_and_sinks_acknowledge_by_their_own_counts() {
+        let now = Instant::now();
+        // Three source subtasks feeding two sink subtasks.
+        let mut c = Coordinator::with_subtasks(3, 2, 1, Duration::from_secs(60));
+        assert_eq!(c.tick(now), t(1, false));
+        assert!(c.ack(0, 1, state(1)).is_none());
+        assert!(c.ack(1, 1, state(2)).is_some(), "two sink acknowledgements complete it");
+        assert_eq!(c.persisted(false, now), Next::Continue);
+        assert_eq!(c.exhausted(0, now), None);
+        assert_eq!(c.exhausted(1, now), None);
+        assert_eq!(c.exhausted(2, now), t(2, true), "the third source ends the job");
+        c.ack(0, 2, state(1));
+        c.ack(1, 2, state(1)).unwrap();
+        assert_eq!(c.persisted(true, now), Next::Finish);
+        assert_eq!(c.finished(0), None);
+        assert_eq!(c.finished(1), Some(Ended::Clean));
     }
 
     #[test]
@@ -308,7 +333,7 @@ mod tests {
     #[test]
     fn the_last_exhausted_source_stops_the_job() {
         let now = Instant::now();
-        let mut c = Coordinator::new(2, 1, Duration::from_secs(60));
+        let mut c: Coordinator<serde_json::Value> = Coordinator::new(2, 1, Duration::from_secs(60));
         assert_eq!(c.exhausted(0, now), None);
         assert_eq!(
             c.exhausted(0, now),
@@ -349,7 +374,7 @@ mod tests {
     #[test]
     fn pipelines_ending_before_the_final_checkpoint_end_early() {
         let now = Instant::now();
-        let mut c = Coordinator::new(2, 1, Duration::from_secs(60));
+        let mut c: Coordinator<serde_json::Value> = Coordinator::new(2, 1, Duration::from_secs(60));
         c.tick(now);
         assert_eq!(c.finished(1), None);
         assert_eq!(c.finished(0), Some(Ended::Early));

@@ -1,47 +1,45 @@
-//! The runtime: one pipeline of tokio tasks per INSERT, and the checkpoint coordinator.
+//! The runtime: per INSERT, source subtasks (each with its transform) feeding sink subtasks as tokio tasks
+//! ([`pipelines`]), and the checkpoint coordinator.
 //!
 //! ```text
-//!  source task ──(bounded channel)──► transform task ──(bounded channel)──► sink task
-//!      ▲  poll, batch (size + linger),        DataFusion exprs,                 write, flush on barrier
-//!      │  snapshot on trigger → barrier        cast to sink schema                │ ack (source + sink state)
+//!  source task ──(bounded channel)──► transform task ──(bounded channel)──► sink task (1..n inputs)
+//!      ▲  poll, batch (size + linger),        DataFusion exprs,                 write, flush on aligned barriers
+//!      │  snapshot on trigger → barrier        cast to sink schema                │ ack (sources' + sink state)
 //!      └──────────── coordinator: trigger / complete / finish ◄───────────────────┘
 //! ```
 //!
 //! A checkpoint: the coordinator sends `Trigger(id)` to every source task; each forwards its pending rows, takes a
 //! snapshot (the position after the last row it emitted) and sends `Barrier(id, snapshot)` down its channel
-//! behind those rows. When the barrier reaches the sink task every earlier row has been written; the sink
-//! flushes (or pre-commits) and acknowledges with both states. With every pipeline's acknowledgement the
-//! coordinator writes the checkpoint atomically, then sends `Complete(id)` to sources (commit offsets) and sinks
-//! (commit transactions). On stop (signal, or all sources exhausted) a final checkpoint is taken the same way,
-//! then sources are told to finish and the pipelines drain.
+//! behind those rows. When the barriers of all its inputs reached a sink task ([`align`]) every earlier row has
+//! been written; the sink flushes (or pre-commits) and acknowledges with its inputs' states and its own. With
+//! every sink subtask's acknowledgement the coordinator writes the checkpoint atomically, then sends
+//! `Complete(id)` to sources (commit offsets) and sinks (commit transactions). On stop (signal, or all sources
+//! exhausted) a final checkpoint is taken the same way, then sources are told to finish and the pipelines drain.
 
+mod align;
 pub mod checkpoint;
 pub mod coordinator;
 pub mod metrics;
+mod parallelism;
+mod pipelines;
 mod progress;
 mod stages;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::connector_api::JobSettings;
-use crate::connector_api::{PipelineContext, PipelineLink, Source};
-use crate::connectors::values::ValuesSource;
-use crate::planner::{PipelinePlan, SourceSpec};
+use crate::planner::PipelinePlan;
 use checkpoint::{CheckpointData, CheckpointStore};
-use coordinator::{Acknowledged, Coordinator, Ended, Next, Trigger};
+use coordinator::{Acknowledged, Coordinator, Ended, Next};
 pub use metrics::Metrics;
-use stages::{Event, SinkCmd, SourceCmd, SourceStage};
-
-/// Channel capacity between stages, in batches: bounded, so a slow sink slows the source (backpressure).
-const CHANNEL_BATCHES: usize = 4;
+use pipelines::{Pipelines, RunContext};
+use stages::{Event, SinkAck};
 
 /// How to run a job.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +60,8 @@ pub struct RunSummary {
     pub restored_from: Option<u64>,
     pub rows_in: u64,
     pub rows_out: u64,
+    /// Per INSERT (pipeline id): its source and sink subtasks.
+    pub subtasks: std::collections::BTreeMap<String, (usize, usize)>,
 }
 
 /// Runs pipelines until their sources are exhausted or `stop` turns true; a final checkpoint is taken either way.
@@ -81,19 +81,26 @@ pub async fn run(
 
     let (ev_tx, ev_rx) = mpsc::channel::<Event>(64);
     let mut pipelines = Pipelines::default();
-    for plan in plans {
-        pipelines.spawn(
-            plan,
-            restored.as_ref(),
+    {
+        let run = RunContext {
+            restored: restored.as_ref(),
             settings,
-            &opts.job_id,
-            &metrics,
-            &ev_tx,
-        )?;
+            job_id: &opts.job_id,
+            metrics: &metrics,
+            ev: &ev_tx,
+        };
+        for plan in plans {
+            if let Err(e) = pipelines.spawn(plan, &run).await {
+                for h in &pipelines.handles {
+                    h.abort();
+                }
+                return Err(e);
+            }
+        }
     }
     drop(ev_tx);
-    let n = pipelines.ids.len();
-    if n == 0 {
+    summary.subtasks = pipelines.shapes();
+    if pipelines.sink_count() == 0 {
         return Ok(summary);
     }
 
@@ -103,7 +110,12 @@ pub async fn run(
         None
     };
     let mut driver = Driver {
-        coordinator: Coordinator::new(n, next_id, settings.checkpoint_timeout),
+        coordinator: Coordinator::with_subtasks(
+            pipelines.source_count(),
+            pipelines.sink_count(),
+            next_id,
+            settings.checkpoint_timeout,
+        ),
         pipelines: &pipelines,
         store,
         metrics: &metrics,
@@ -180,132 +192,9 @@ fn restore_point(
     Ok((latest, next_id))
 }
 
-/// The running pipelines: their ids, the coordinator's command channels, their tasks.
-#[derive(Default)]
-struct Pipelines {
-    ids: BTreeMap<usize, String>,
-    source_cmds: Vec<mpsc::Sender<SourceCmd>>,
-    sink_cmds: Vec<mpsc::Sender<SinkCmd>>,
-    handles: Vec<JoinHandle<()>>,
-}
-
-impl Pipelines {
-    /// Creates the plan's source and sink, restores them from `restored`, and spawns its three stages.
-    fn spawn(
-        &mut self,
-        plan: PipelinePlan,
-        restored: Option<&CheckpointData>,
-        settings: &JobSettings,
-        job_id: &str,
-        metrics: &Arc<Metrics>,
-        ev: &mpsc::Sender<Event>,
-    ) -> Result<()> {
-        let (mut source, source_table): (Box<dyn Source>, String) = match &plan.source {
-            SourceSpec::Table(t) => (t.create_source()?, t.name().to_string()),
-            SourceSpec::Values(b) => (Box::new(ValuesSource::new(b.clone())), "VALUES".to_string()),
-        };
-        let mut sink = plan.sink.create_sink()?;
-        let ctx = PipelineContext {
-            job_id: job_id.to_string(),
-            pipeline_id: plan.id.clone(),
-            sink_dropped: metrics.sink_dropped.with_label_values(&[plan.sink.name()]),
-            owned_splits: metrics.owned_splits.with_label_values(&[&source_table]),
-            link: Arc::new(PipelineLink::default()),
-        };
-        source.set_context(&ctx);
-        sink.set_context(&ctx);
-        sink.check_pipeline()?;
-        if let Some(d) = restored {
-            match d.pipelines.get(&plan.id) {
-                Some(st) => {
-                    source
-                        .restore(st.source.clone())
-                        .with_context(|| format!("restoring the source of INSERT {}", plan.id))?;
-                    sink.restore(st.sink.clone())
-                        .with_context(|| format!("restoring the sink of INSERT {}", plan.id))?;
-                }
-                None => {
-                    warn!(pipeline = %plan.id, "the checkpoint has no state for this INSERT; it starts fresh")
-                }
-            }
-        }
-        let (c1_tx, c1_rx) = mpsc::channel(CHANNEL_BATCHES);
-        let (c2_tx, c2_rx) = mpsc::channel(CHANNEL_BATCHES);
-        let (sc_tx, sc_rx) = mpsc::channel(8);
-        let (kc_tx, kc_rx) = mpsc::channel(8);
-        self.source_cmds.push(sc_tx);
-        self.sink_cmds.push(kc_tx);
-        self.ids.insert(plan.index, plan.id.clone());
-        let idx = plan.index;
-        let sink_table = plan.sink.name().to_string();
-        let stage = SourceStage {
-            idx,
-            batch_size: settings.batch_size,
-            linger: settings.batch_linger,
-            metrics: metrics.clone(),
-            table: source_table.clone(),
-        };
-        self.handles.push(tokio::spawn(stages::report(
-            ev.clone(),
-            format!("source '{source_table}' (INSERT #{idx})"),
-            stages::source_task(stage, source, c1_tx, sc_rx, ev.clone()),
-        )));
-        self.handles.push(tokio::spawn(stages::report(
-            ev.clone(),
-            format!("transform of INSERT #{idx} into '{sink_table}'"),
-            stages::transform_task(
-                c1_rx,
-                c2_tx,
-                plan.transform.clone(),
-                metrics.clone(),
-                sink_table.clone(),
-            ),
-        )));
-        self.handles.push(tokio::spawn(stages::report(
-            ev.clone(),
-            format!("sink '{sink_table}' (INSERT #{idx})"),
-            stages::sink_task(
-                idx,
-                sink,
-                c2_rx,
-                kc_rx,
-                ev.clone(),
-                metrics.clone(),
-                sink_table,
-            ),
-        )));
-        Ok(())
-    }
-
-    /// Sends the coordinator's trigger, if any, to every source.
-    fn trigger(&self, trigger: Option<Trigger>) {
-        let Some(t) = trigger else { return };
-        for c in &self.source_cmds {
-            let _ = c.try_send(SourceCmd::Trigger(t.id, t.is_final));
-        }
-    }
-
-    /// Checkpoint `id` is durable: sources commit offsets, sinks commit transactions.
-    async fn complete(&self, id: u64) {
-        for c in &self.source_cmds {
-            let _ = c.send(SourceCmd::Complete(id)).await;
-        }
-        for c in &self.sink_cmds {
-            let _ = c.send(SinkCmd::Complete(id)).await;
-        }
-    }
-
-    /// After the final checkpoint: sources stop and the pipelines drain.
-    async fn finish(&self) {
-        for c in &self.source_cmds {
-            let _ = c.send(SourceCmd::Finish).await;
-        }
-    }
-}
-
 /// The event loop around the [`Coordinator`]: timers, task events, checkpoint writes.
 struct Driver<'a> {
-    coordinator: Coordinator,
+    coordinator: Coordinator<SinkAck>,
     pipelines: &'a Pipelines,
     store: Option<Arc<CheckpointStore>>,
     metrics: &'a Metrics,
@@ -343,6 +232,7 @@ impl Driver<'_> {
                     self.metrics.checkpoint_failures.inc();
                     let (id, next) = self.coordinator.timed_out(Instant::now())?;
                     warn!(checkpoint = id, "checkpoint timed out after {:?}", self.timeout);
+                    self.pipelines.abandon(id);
                     self.pipelines.trigger(next);
                 }
                 ev = events.recv() => {
@@ -357,8 +247,8 @@ impl Driver<'_> {
                             }
                             self.pipelines.trigger(next);
                         }
-                        Event::Ack { pipeline, id, state } => {
-                            if let Some(done) = self.coordinator.ack(pipeline, id, state) {
+                        Event::Ack { sink, id, state } => {
+                            if let Some(done) = self.coordinator.ack(sink, id, state) {
                                 self.complete(done).await?;
                             }
                         }
@@ -374,18 +264,14 @@ impl Driver<'_> {
     }
 
     /// Persists a checkpoint every pipeline acknowledged and tells sources and sinks it is durable.
-    async fn complete(&mut self, done: Acknowledged) -> Result<()> {
+    async fn complete(&mut self, done: Acknowledged<SinkAck>) -> Result<()> {
         let (id, is_final, started) = (done.id, done.is_final, done.started);
         let data = CheckpointData {
             format: checkpoint::FORMAT_VERSION,
             job_id: self.job_id.to_string(),
             checkpoint_id: id,
             created_at_ms: chrono::Utc::now().timestamp_millis(),
-            pipelines: done
-                .states
-                .into_iter()
-                .map(|(i, s)| (self.pipelines.ids[&i].clone(), s))
-                .collect(),
+            pipelines: self.pipelines.states(done.states),
         };
         if let Some(store) = &self.store {
             let store = store.clone();

@@ -1,16 +1,16 @@
-//! The stages of one pipeline as tokio tasks: the source task (polls, batches by size and linger, injects
-//! barriers), the transform task (DataFusion expressions, cast to the sink schema) and the sink task (writes,
-//! flushes on a barrier and acknowledges). They talk to the coordinator loop in `mod.rs` through the messages
-//! below.
+//! The stages of one pipeline subtask as tokio tasks: the source task (polls, batches by size and linger,
+//! injects barriers), the transform task (DataFusion expressions, cast to the sink schema) and the sink task
+//! (writes, flushes once the barriers of all its inputs arrived, and acknowledges). They talk to the
+//! coordinator loop in `mod.rs` through the messages below.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use arrow::record_batch::RecordBatch;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
-use super::checkpoint::PipelineState;
+use super::align::{Delivery, Inputs};
 use super::metrics::Metrics;
 use crate::connector_api::{Sink, Source, SourcePoll};
 use crate::planner::Transform;
@@ -33,19 +33,29 @@ pub(super) enum SourceCmd {
 /// Coordinator → sink task.
 pub(super) enum SinkCmd {
     Complete(u64),
+    /// The checkpoint timed out: stop aligning its barriers.
+    Abandon(u64),
 }
 
-/// Tasks → coordinator.
+/// What a sink subtask acknowledges a checkpoint with: the states of the source subtasks feeding it (by
+/// their index within the pipeline) and its own.
+#[derive(Debug)]
+pub(super) struct SinkAck {
+    pub sources: Vec<(usize, serde_json::Value)>,
+    pub sink: serde_json::Value,
+}
+
+/// Tasks → coordinator. Sources and sinks are numbered over all pipelines (global subtask indices).
 pub(super) enum Event {
-    Ack {
-        pipeline: usize,
-        id: u64,
-        state: PipelineState,
-    },
+    Ack { sink: usize, id: u64, state: SinkAck },
     Exhausted(usize),
     Finished(usize),
     Failed(String),
 }
+
+/// How many of a pipeline's sink subtasks have opened: its source subtasks read only once all did (an
+/// exactly-once sink settles the last run's transactions in `open`, before any source reads).
+pub(super) type SinksOpened = watch::Receiver<usize>;
 
 /// Runs a task and reports its error as an event.
 pub(super) async fn report(
@@ -74,14 +84,18 @@ fn concat(pending: &mut Vec<RecordBatch>) -> Result<Option<RecordBatch>> {
 /// without the batch filling (a bound, not a linger: a source with buffered rows returns them at once).
 const ADAPTIVE_CEILING: Duration = Duration::from_millis(20);
 
-/// A source task's settings: which pipeline, how rows are batched, where they are counted.
+/// A source task's settings: which subtask, how rows are batched, where they are counted.
 pub(super) struct SourceStage {
+    /// Global source subtask index.
     pub idx: usize,
     pub batch_size: usize,
     /// `None`: adaptive (hand on as soon as the source has nothing more buffered).
     pub linger: Option<Duration>,
     pub metrics: Arc<Metrics>,
     pub table: String,
+    /// Reading starts when this reaches `sinks`.
+    pub sinks_opened: SinksOpened,
+    pub sinks: usize,
 }
 
 pub(super) async fn source_task(
@@ -97,7 +111,10 @@ pub(super) async fn source_task(
         linger,
         metrics,
         table,
+        mut sinks_opened,
+        sinks,
     } = stage;
+    let mut ready = false;
     let rows_in = metrics.rows_in.with_label_values(&[&table]);
     let bytes_in = metrics.bytes_in.with_label_values(&[&table]);
     let mut pending: Vec<RecordBatch> = Vec::new();
@@ -133,12 +150,14 @@ pub(super) async fn source_task(
                     return Ok(());
                 }
             },
+            // Err: every sink task ended (a failed one fails the job anyway).
+            _ = async { sinks_opened.wait_for(|n| *n >= sinks).await.map(|_| ()) }, if !ready => ready = true,
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
                 if let Some(b) = concat(&mut pending)? { send(b).await?; }
                 pending_rows = 0;
                 deadline = None;
             }
-            poll = source.poll_batch(batch_size.saturating_sub(pending_rows).max(1)), if !exhausted => match poll? {
+            poll = source.poll_batch(batch_size.saturating_sub(pending_rows).max(1)), if ready && !exhausted => match poll? {
                 SourcePoll::Batch(b) => {
                     if b.num_rows() == 0 { continue; }
                     rows_in.inc_by(b.num_rows() as u64);
@@ -203,25 +222,25 @@ pub(super) async fn transform_task(
     Ok(())
 }
 
+/// A sink task's settings: which subtask, its inputs, where it is counted.
+pub(super) struct SinkStage {
+    /// Global sink subtask index.
+    pub idx: usize,
+    /// (the source subtask's index within the pipeline, its transform's channel).
+    pub inputs: Vec<(usize, mpsc::Receiver<Msg>)>,
+    /// Counts this subtask in once it opened.
+    pub opened: Arc<watch::Sender<usize>>,
+    pub metrics: Arc<Metrics>,
+    pub table: String,
+}
+
 pub(super) async fn sink_task(
-    idx: usize,
+    stage: SinkStage,
     mut sink: Box<dyn Sink>,
-    mut input: mpsc::Receiver<Msg>,
     mut cmds: mpsc::Receiver<SinkCmd>,
     ev: mpsc::Sender<Event>,
-    metrics: Arc<Metrics>,
-    table: String,
 ) -> Result<()> {
-    let driven = drive_sink(
-        idx,
-        sink.as_mut(),
-        &mut input,
-        &mut cmds,
-        &ev,
-        &metrics,
-        &table,
-    )
-    .await;
+    let driven = drive_sink(stage, sink.as_mut(), &mut cmds, &ev).await;
     if driven.is_err() {
         // Release what no checkpoint covers (an open transaction would hold back the topic's readers).
         sink.abort().await;
@@ -229,39 +248,50 @@ pub(super) async fn sink_task(
     driven
 }
 
-/// The sink's loop: rows, barriers and checkpoint completions until the end of the input or an error.
+/// The sink's loop: rows, aligned barriers and checkpoint completions until the end of every input or an
+/// error.
 async fn drive_sink(
-    idx: usize,
+    stage: SinkStage,
     sink: &mut dyn Sink,
-    input: &mut mpsc::Receiver<Msg>,
     cmds: &mut mpsc::Receiver<SinkCmd>,
     ev: &mpsc::Sender<Event>,
-    metrics: &Metrics,
-    table: &str,
 ) -> Result<()> {
-    let rows_out = metrics.rows_out.with_label_values(&[table]);
-    let bytes_out = metrics.bytes_out.with_label_values(&[table]);
-    let errors = metrics.errors.with_label_values(&[table]);
+    let SinkStage {
+        idx,
+        inputs,
+        opened,
+        metrics,
+        table,
+    } = stage;
+    let rows_out = metrics.rows_out.with_label_values(&[&table]);
+    let bytes_out = metrics.bytes_out.with_label_values(&[&table]);
+    let errors = metrics.errors.with_label_values(&[&table]);
     sink.open().await.inspect_err(|_| errors.inc())?;
+    opened.send_modify(|n| *n += 1);
+    let mut inputs = Inputs::new(inputs);
     loop {
         tokio::select! {
             biased;
-            Some(SinkCmd::Complete(id)) = cmds.recv() => sink.notify_checkpoint_complete(id).await.inspect_err(|_| errors.inc())?,
-            msg = input.recv() => match msg {
-                Some(Msg::Batch(b)) => {
+            Some(cmd) = cmds.recv() => match cmd {
+                SinkCmd::Complete(id) => sink.notify_checkpoint_complete(id).await.inspect_err(|_| errors.inc())?,
+                SinkCmd::Abandon(id) => inputs.abandon(id),
+            },
+            delivery = inputs.next() => match delivery {
+                Delivery::Batch(b) => {
                     let (rows, bytes) = (b.num_rows() as u64, b.get_array_memory_size() as u64);
                     sink.write(b).await.inspect_err(|_| errors.inc())?;
                     rows_out.inc_by(rows);
                     bytes_out.inc_by(bytes);
-                    if input.is_empty() {
+                    if inputs.is_empty() {
                         sink.input_idle().await.inspect_err(|_| errors.inc())?;
                     }
                 }
-                Some(Msg::Barrier(id, source)) => {
+                Delivery::Aligned { id, sources } => {
                     let sink_state = sink.flush(id).await.inspect_err(|_| errors.inc())?;
-                    let _ = ev.send(Event::Ack { pipeline: idx, id, state: PipelineState { source, sink: sink_state } }).await;
+                    let state = SinkAck { sources, sink: sink_state };
+                    let _ = ev.send(Event::Ack { sink: idx, id, state }).await;
                 }
-                Some(Msg::End) | None => {
+                Delivery::End => {
                     sink.close().await.inspect_err(|_| errors.inc())?;
                     let _ = ev.send(Event::Finished(idx)).await;
                     return Ok(());

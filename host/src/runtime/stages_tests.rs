@@ -1,5 +1,5 @@
-//! How the source task cuts batches (adaptive, fixed linger, none) and when the sink is told its input
-//! ran dry. Counted by batch composition, not by time.
+//! How the source task cuts batches (adaptive, fixed linger, none), that it reads only once the sinks
+//! opened, and when the sink is told its input ran dry. Counted by batch composition, not by time.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -10,7 +10,7 @@ use arrow::array::Int64Array;
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::*;
 
@@ -57,12 +57,15 @@ async fn handed_on(
     let (out_tx, mut out) = mpsc::channel(16);
     let (_cmd_tx, cmds) = mpsc::channel(4);
     let (ev_tx, _ev) = mpsc::channel(4);
+    let (_opened, sinks_opened) = watch::channel(1);
     let stage = SourceStage {
         idx: 0,
         batch_size,
         linger,
         metrics: super::super::metrics::Metrics::new().unwrap(),
         table: "t".into(),
+        sinks_opened,
+        sinks: 1,
     };
     let source = Box::new(Scripted {
         script: script.iter().copied().collect(),
@@ -149,7 +152,16 @@ async fn the_sink_is_told_when_its_input_ran_dry() {
     }
     let metrics = super::super::metrics::Metrics::new().unwrap();
     let sink = Box::new(Recording(log.clone()));
-    let task = tokio::spawn(sink_task(0, sink, input, cmds, ev_tx, metrics, "t".into()));
+    let (opened, mut sinks_opened) = watch::channel(0);
+    let stage = SinkStage {
+        idx: 0,
+        inputs: vec![(0, input)],
+        opened: Arc::new(opened),
+        metrics,
+        table: "t".into(),
+    };
+    let task = tokio::spawn(sink_task(stage, sink, cmds, ev_tx));
+    sinks_opened.wait_for(|n| *n == 1).await.unwrap();
     while log.lock().unwrap().len() < 3 {
         tokio::task::yield_now().await;
     }
@@ -162,4 +174,34 @@ async fn the_sink_is_told_when_its_input_ran_dry() {
     assert_eq!(&log[..3], ["write 2", "write 3", "idle"], "{log:?}");
     assert_eq!(log[3], "write 4");
     assert_eq!(log.last().unwrap(), "close");
+}
+
+#[tokio::test]
+async fn a_source_reads_only_once_every_sink_subtask_opened() {
+    let (out_tx, mut out) = mpsc::channel(16);
+    let (_cmd_tx, cmds) = mpsc::channel(4);
+    let (ev_tx, _ev) = mpsc::channel(4);
+    let (opened, sinks_opened) = watch::channel(0);
+    let stage = SourceStage {
+        idx: 0,
+        batch_size: 4096,
+        linger: None,
+        metrics: super::super::metrics::Metrics::new().unwrap(),
+        table: "t".into(),
+        sinks_opened,
+        sinks: 2,
+    };
+    let source = Box::new(Scripted {
+        script: [(3, false)].into_iter().collect(),
+        buffered: false,
+    });
+    let task = tokio::spawn(source_task(stage, source, out_tx, cmds, ev_tx));
+    opened.send_modify(|n| *n += 1);
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    assert!(out.try_recv().is_err(), "read before the second sink opened");
+    opened.send_modify(|n| *n += 1);
+    assert!(matches!(out.recv().await, Some(Msg::Batch(b)) if b.num_rows() == 3));
+    task.abort();
 }

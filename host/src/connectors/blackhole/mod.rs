@@ -6,7 +6,9 @@ use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 
-use crate::connector_api::{CatalogTable, ConnectorFactory, Sink, SinkFactory, SourceFactory};
+use crate::connector_api::{
+    CatalogTable, ConnectorFactory, Parallelism, Sink, SinkFactory, SourceFactory,
+};
 use crate::options::{OptionDecl, OptionSet};
 
 static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
@@ -16,8 +18,8 @@ static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
         vec![OptionDecl::int(
             "sink.parallelism",
             1,
-            1,
-            "Accepted for compatibility with Flink; pulsar-connect runs one writer per INSERT.",
+            crate::connector_api::settings::MAX_PARALLELISM,
+            "Subtasks discarding rows (unset: the job's `parallelism.default`, else as many as the source has).",
         )],
         vec![],
     )
@@ -53,6 +55,15 @@ impl ConnectorFactory for BlackholeFactory {
 }
 
 impl SinkFactory for BlackholeFactory {
+    fn parallelism(&self, table: &CatalogTable) -> Parallelism {
+        Parallelism::Parallel(
+            table
+                .options
+                .get_i64("sink.parallelism")
+                .map(|n| n.max(1) as usize),
+        )
+    }
+
     fn create_sink(&self, _table: &CatalogTable) -> Result<Box<dyn Sink>> {
         Ok(Box::new(BlackholeSink { rows: 0 }))
     }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use anyhow::{Result, anyhow, bail};
 
 use crate::connector_api::{
-    CatalogTable, ConnectorFactory, JobSettings, MetadataDecl, Sink, SinkFactory, Source,
+    CatalogTable, ConnectorFactory, JobSettings, MetadataDecl, Parallelism, Sink, SinkFactory, Source,
     SourceFactory, TableConfigSlot,
 };
 use crate::options::OptionSet;
@@ -173,9 +173,23 @@ impl SourceFactory for PulsarFactory {
         source::make_decoders(&spec)?;
         Ok(Box::new(PulsarSource::new(spec)))
     }
+
+    fn parallelism(&self, table: &CatalogTable) -> Parallelism {
+        match self.config(table) {
+            Ok(cfg) => Parallelism::Parallel(cfg.source.parallelism),
+            Err(_) => Parallelism::Single,
+        }
+    }
 }
 
 impl SinkFactory for PulsarFactory {
+    fn parallelism(&self, table: &CatalogTable) -> Parallelism {
+        match self.config(table) {
+            Ok(cfg) => Parallelism::Parallel(cfg.sink.parallelism),
+            Err(_) => Parallelism::Single,
+        }
+    }
+
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {
         let cfg = self.config(table)?;
         let topic = cfg.sink_topic()?;

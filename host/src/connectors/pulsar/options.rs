@@ -70,6 +70,7 @@ pub const FAIL_ON_DATA_LOSS: &str = "pulsar.reader.fail-on-data-loss";
 pub const EARLIEST_ON_DATA_LOSS: &str = "pulsar.reader.use-earliest-when-data-loss";
 pub const KEY_HASH_RANGE: &str = "enable-key-hash-range";
 pub const SCAN_PARALLELISM: &str = "scan.parallelism";
+pub const SINK_PARALLELISM: &str = "sink.parallelism";
 pub const SUBSCRIPTION_PREFIX: &str = "pulsar.reader.subscription-role-prefix";
 pub const SUBSCRIPTION_TYPE: &str = "subscription-type";
 /// Pulsar's subscription types, spelled as `SubscriptionType` (values are case-insensitive).
@@ -225,8 +226,8 @@ pub static SETTINGS: LazyLock<Vec<OptionDecl>> = LazyLock::new(|| {
         SCAN_PARALLELISM,
         &["scan-parallelism"],
         OptionKind::Int { min: 1, max: MAX_KEY_RANGES },
-        Some("1"),
-        "Source: how many key-range readers read each split with `enable-key-hash-range` (a larger value is refused). Without key ranges one reader per split reads every key and the value is not used.",
+        None,
+        "Source: how many subtasks read the table (unset: the job's `parallelism.default`, else as many as the process has cores, capped by the number of splits); each owns a stable share of the splits (topic partitions and key ranges) and keeps their order. With `enable-key-hash-range` also how many key-range readers read each split (unset: 1).",
     ),
     setting(
         SUBSCRIPTION_PREFIX,
@@ -406,7 +407,7 @@ fn top_level_decls() -> Vec<OptionDecl> {
         OptionDecl::string("sink.message-router.*", "Options passed to the router plugin."),
         OptionDecl::enumeration("sink.semantic", &["at-least-once", "exactly-once", "none"], "Sink delivery guarantee. `exactly-once`: a Pulsar transaction per checkpoint (readers see rows when the checkpoint completes); when the INSERT reads a Pulsar table with `admin-url`, the source's acknowledgements go into the same transaction, so the job resumes exactly where its committed output ends even without its state directory (docs/adr/0008).").default("at-least-once"),
         OptionDecl::string("sink.dead-letter-topic", "Sink, `fail-on-write` = false: topic receiving the rows whose send failed (payload, key and properties kept, plus `pulsar-connect.error`)."),
-        OptionDecl::int("sink.parallelism", 1, 1, "Accepted for compatibility with Flink; one writer per INSERT."),
+        OptionDecl::int(SINK_PARALLELISM, 1, crate::connector_api::settings::MAX_PARALLELISM, "Sink: how many subtasks write the table, each with its own producers (and, exactly-once, its own transaction per checkpoint); unset: the job's `parallelism.default`, else as many as the source has. At most the source's number: a source subtask feeds one sink subtask, which keeps each partition's rows in order. A producer name (`sink.producer-name`) gets the subtask's index appended when there are several."),
         OptionDecl::boolean("generic", "StreamNative/InLong: marks a table of StreamNative's Pulsar catalog as a generic Flink table (set by their SQL examples). Accepted for compatibility; no effect here (every table is declared by its DDL)."),
         OptionDecl::string("inlong.metric.labels", "InLong: accepted, not used."),
         OptionDecl::string("metrics.audit.key", "InLong: accepted, not used."),

@@ -99,7 +99,8 @@ impl TxnAcks {
     /// The source's positions at checkpoint `id` (splits that emitted nothing are left out).
     pub fn publish(&self, id: u64, acks: Vec<SplitAck>) {
         let mut p = self.positions.lock().unwrap_or_else(|e| e.into_inner());
-        p.insert(id, acks);
+        // Several source subtasks may feed the sink subtask: each adds its splits.
+        p.entry(id).or_default().extend(acks);
         // Checkpoints that timed out are never taken: keep the map small.
         while p.len() > 64 {
             p.pop_first();

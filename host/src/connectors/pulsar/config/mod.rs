@@ -81,6 +81,8 @@ pub struct SourceConfig {
     pub commit_retries: u32,
     /// `enable-key-hash-range` with `scan.parallelism`: readers per split; `None`: one for every key.
     pub key_ranges: Option<u16>,
+    /// `scan.parallelism`: source subtasks (`None`: the job's `parallelism.default` or the default).
+    pub parallelism: Option<usize>,
     /// `pulsar.reader.fail-on-data-loss`.
     pub data_loss: DataLossPolicy,
     /// `subscription-type`.
@@ -101,6 +103,8 @@ pub struct SinkConfig {
     pub router_options: Vec<(String, String)>,
     /// `flush-on-checkpoint`.
     pub flush_on_checkpoint: bool,
+    /// `sink.parallelism`: sink subtasks (`None`: the job's `parallelism.default` or the source's).
+    pub parallelism: Option<usize>,
     /// `fail-on-write`.
     pub fail_on_write: bool,
     /// `send-delay-millisecond`.
@@ -310,9 +314,10 @@ impl PulsarTableConfig {
             commit_retries: o.int(opt::COMMIT_RETRIES).unwrap_or_default().max(0) as u32,
             key_ranges: o.bool(opt::KEY_HASH_RANGE).unwrap_or_default().then(|| {
                 o.int(opt::SCAN_PARALLELISM)
-                    .unwrap_or_default()
+                    .unwrap_or(1)
                     .clamp(1, opt::MAX_KEY_RANGES) as u16
             }),
+            parallelism: o.int(opt::SCAN_PARALLELISM).map(|n| n.max(1) as usize),
             data_loss: if o.bool(opt::FAIL_ON_DATA_LOSS).unwrap_or_default() {
                 DataLossPolicy::Fail
             } else {
@@ -348,6 +353,7 @@ impl PulsarTableConfig {
                 .into_iter()
                 .collect(),
             flush_on_checkpoint: o.bool(opt::FLUSH_ON_CHECKPOINT).unwrap_or_default(),
+            parallelism: o.int(opt::SINK_PARALLELISM).map(|n| n.max(1) as usize),
             fail_on_write: o.bool(opt::FAIL_ON_WRITE).unwrap_or_default(),
             send_delay_ms: o.int(opt::SEND_DELAY).unwrap_or_default(),
             txn_timeout: o.duration(opt::TXN_TIMEOUT).unwrap_or_default(),

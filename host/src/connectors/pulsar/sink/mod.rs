@@ -63,8 +63,11 @@ pub struct PulsarSink {
     txn: Option<Transaction>,
     /// Exactly-once: pre-committed transactions by checkpoint id.
     pending: std::collections::VecDeque<(u64, Transaction)>,
-    /// Exactly-once: what a restored checkpoint says to commit and abort (done on connect).
-    recover: Option<TxnState>,
+    /// Exactly-once: what a restored checkpoint says to commit and abort (done on connect), for every
+    /// sink subtask of the last run this subtask settles.
+    recover: Vec<TxnState>,
+    /// Which of the INSERT's sink subtasks this is.
+    subtask: crate::connector_api::Subtask,
     /// Exactly-once with a linked Pulsar source: its acknowledgements go into the transactions.
     txn_acks: Option<Arc<TxnAcks>>,
     /// Why this sink cannot serve its pipeline ([`Sink::check_pipeline`]).
@@ -81,7 +84,8 @@ impl PulsarSink {
             written: 0,
             txn: None,
             pending: std::collections::VecDeque::new(),
-            recover: None,
+            recover: Vec::new(),
+            subtask: crate::connector_api::Subtask::SOLE,
             txn_acks: None,
             refused: None,
         }
@@ -93,6 +97,12 @@ impl PulsarSink {
             let cfg = &spec.cfg;
             let client = crate::pulsar::connect(&cfg.client).await?;
             let mut wc = spec.cfg.sink.writer.clone();
+            if self.subtask.count > 1 {
+                // One producer name per subtask (the broker refuses a second producer of one name).
+                wc.producer_name = wc
+                    .producer_name
+                    .map(|n| format!("{n}-{}", self.subtask.index));
+            }
             if let Some(kind) = spec.topic_schema {
                 wc.schema = Some(
                     crate::connectors::pulsar::schema::pulsar_schema(
@@ -183,6 +193,7 @@ impl PulsarSink {
 impl Sink for PulsarSink {
     fn set_context(&mut self, ctx: &PipelineContext) {
         self.dropped_metric = Some(ctx.sink_dropped.clone());
+        self.subtask = ctx.subtask;
         if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce
             && let Some(source) = ctx.link.get::<SharedSubscriptionSource>()
         {
@@ -288,8 +299,17 @@ impl Sink for PulsarSink {
     }
 
     fn restore(&mut self, state: serde_json::Value) -> Result<()> {
-        if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce && !state.is_null() {
-            self.recover = Some(
+        self.restore_subtasks(vec![state])
+    }
+
+    /// The transactions every sink subtask of the last run recorded (the runtime hands them all to one
+    /// subtask when the number of sink subtasks changed).
+    fn restore_subtasks(&mut self, states: Vec<serde_json::Value>) -> Result<()> {
+        if self.spec.cfg.sink.semantic != Semantic::ExactlyOnce {
+            return Ok(());
+        }
+        for state in states.into_iter().filter(|s| !s.is_null()) {
+            self.recover.push(
                 serde_json::from_value(state)
                     .context("the checkpoint's Pulsar sink state is not readable")?,
             );

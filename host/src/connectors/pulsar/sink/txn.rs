@@ -105,30 +105,33 @@ impl PulsarSink {
 
     /// Commits / aborts what a restored checkpoint recorded, through a fresh coordinator connection.
     pub(super) async fn recover(&mut self) -> Result<()> {
-        let Some(state) = self.recover.take() else {
+        let states = std::mem::take(&mut self.recover);
+        if states.is_empty() {
             return Ok(());
-        };
+        }
         let table = self.spec.cfg.table.clone();
         let tc = TxnCoordinator::connect(&self.spec.cfg.client).await?;
-        if let Some(t) = &state.commit {
-            let txn: TxnRef = t.parse()?;
-            match tc.commit(txn).await? {
-                EndOutcome::Done => {
-                    info!(table = %table, txn = %txn, "committed the transaction of the restored checkpoint")
-                }
-                EndOutcome::Unknown(why) => {
-                    warn!(table = %table, txn = %txn, "the restored checkpoint's transaction is already ended (committed before the restart, or expired: with 'transaction-timeout' above the checkpoint interval it was committed): {why}")
+        for state in &states {
+            if let Some(t) = &state.commit {
+                let txn: TxnRef = t.parse()?;
+                match tc.commit(txn).await? {
+                    EndOutcome::Done => {
+                        info!(table = %table, txn = %txn, "committed the transaction of the restored checkpoint")
+                    }
+                    EndOutcome::Unknown(why) => {
+                        warn!(table = %table, txn = %txn, "the restored checkpoint's transaction is already ended (committed before the restart, or expired: with 'transaction-timeout' above the checkpoint interval it was committed): {why}")
+                    }
                 }
             }
-        }
-        if let Some(t) = &state.abort {
-            let txn: TxnRef = t.parse()?;
-            match tc.abort(txn).await? {
-                EndOutcome::Done => {
-                    info!(table = %table, txn = %txn, "aborted the transaction opened after the restored checkpoint")
-                }
-                EndOutcome::Unknown(why) => {
-                    info!(table = %table, txn = %txn, "the transaction opened after the restored checkpoint is already ended: {why}")
+            if let Some(t) = &state.abort {
+                let txn: TxnRef = t.parse()?;
+                match tc.abort(txn).await? {
+                    EndOutcome::Done => {
+                        info!(table = %table, txn = %txn, "aborted the transaction opened after the restored checkpoint")
+                    }
+                    EndOutcome::Unknown(why) => {
+                        info!(table = %table, txn = %txn, "the transaction opened after the restored checkpoint is already ended: {why}")
+                    }
                 }
             }
         }

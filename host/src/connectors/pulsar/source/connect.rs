@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, anyhow};
 use tracing::{info, warn};
 
+use super::assign;
 use super::decode::make_decoders;
 use super::startup::{abort_stale_transactions, start_position};
 use super::{Running, SourceSpec, SourceState};
 use crate::connectors::pulsar::config::PulsarTableConfig;
+use crate::connector_api::Subtask;
 use crate::connectors::pulsar::txn_acks::TxnAcks;
 use crate::pulsar::admin;
 use crate::pulsar::reader::{
@@ -40,6 +42,7 @@ pub(super) async fn connect(
     subscription: String,
     restored: Option<SourceState>,
     linked: Option<Arc<TxnAcks>>,
+    subtask: Subtask,
 ) -> Result<Running> {
     let cfg = &spec.cfg;
     let client = crate::pulsar::connect(&cfg.client).await?;
@@ -47,15 +50,22 @@ pub(super) async fn connect(
         Some(url) => Some(admin::admin_client_for(url, &cfg.client).await?),
         None => None,
     };
-    let splits = cfg
+    let all = cfg
         .source
         .selection
         .splits(&client, admin.as_ref())
         .await
         .with_context(|| format!("table '{}': listing the topics to read", cfg.table))?;
-    if splits.is_empty() {
+    if all.is_empty() {
         warn!(table = %cfg.table, "no topic matches yet; waiting for discovery");
     }
+    let ranges = reader_ranges(cfg);
+    // This subtask's share: the splits it reads at least one key range of.
+    let splits: Vec<Split> = all
+        .iter()
+        .filter(|s| (0..ranges.len()).any(|r| assign::owns(s, r, ranges.len(), subtask)))
+        .cloned()
+        .collect();
     let policy = cfg.source.data_loss;
     // Linked to the sink's transactions: the subscription's cursor is where to resume.
     let mut at_cursor = std::collections::BTreeSet::new();
@@ -71,9 +81,11 @@ pub(super) async fn connect(
         }
     }
     let mut readers = Vec::new();
-    let ranges = reader_ranges(cfg);
     for split in &splits {
-        for range in &ranges {
+        for (i, range) in ranges.iter().enumerate() {
+            if !assign::owns(split, i, ranges.len(), subtask) {
+                continue;
+            }
             let key = state_key(split, *range);
             let start = start_position(
                 &client,
@@ -102,9 +114,14 @@ pub(super) async fn connect(
             readers.push(reader);
         }
     }
-    info!(table = %cfg.table, splits = readers.len(), subscription = %subscription, "reading");
+    if subtask.count > 1 {
+        info!(table = %cfg.table, splits = readers.len(), of = all.len() * ranges.len(), subtask = subtask.index, subtasks = subtask.count, subscription = %subscription, "reading");
+    } else {
+        info!(table = %cfg.table, splits = readers.len(), subscription = %subscription, "reading");
+    }
     let interval = discovery_interval(cfg);
-    let discovery = interval.map(|_| Discovery::new(cfg.source.selection.clone(), splits.clone()));
+    // Discovery knows every split, so it reports only new ones (which `SplitOpening` filters).
+    let discovery = interval.map(|_| Discovery::new(cfg.source.selection.clone(), all));
     let decoders = {
         let spec = spec.clone();
         tokio::task::spawn_blocking(move || make_decoders(&spec))
@@ -145,16 +162,24 @@ pub(super) struct SplitOpening {
     /// Linked to the sink's transactions: readers hand out whole entries.
     pub whole_entries: bool,
     pub kind: SubscriptionKind,
+    /// Readers are opened for this subtask's key ranges of a split only.
+    pub subtask: Subtask,
 }
 
 impl SplitOpening {
-    pub(super) fn of(cfg: &PulsarTableConfig, subscription: &str, whole_entries: bool) -> Self {
+    pub(super) fn of(
+        cfg: &PulsarTableConfig,
+        subscription: &str,
+        whole_entries: bool,
+        subtask: Subtask,
+    ) -> Self {
         SplitOpening {
             subscription: subscription.to_string(),
             ranges: reader_ranges(cfg),
             policy: cfg.source.data_loss,
             whole_entries,
             kind: cfg.source.subscription_kind,
+            subtask,
         }
     }
 
@@ -214,7 +239,11 @@ async fn open_split(
     opening: &SplitOpening,
 ) -> Result<Vec<SplitReader>> {
     let mut readers = Vec::new();
-    for range in &opening.ranges {
+    let n = opening.ranges.len();
+    for (i, range) in opening.ranges.iter().enumerate() {
+        if !assign::owns(split, i, n, opening.subtask) {
+            continue;
+        }
         match SplitReader::open_range(
             client,
             split.clone(),

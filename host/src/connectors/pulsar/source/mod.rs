@@ -11,10 +11,14 @@
 //!   `subscription-type` = `Failover` several processes share the subscriptions and the committed cursor,
 //!   not the checkpoint, is where every start resumes (ADR 0014).
 //!
-//! Files: [`connect`] (client, topics, readers, discovery), [`startup`] (where each split starts),
+//! - With several source subtasks (`scan.parallelism`, `parallelism.default`) each instance reads the
+//!   splits [`assign`] gives it and keeps only their positions (ADR 0015).
+//!
+//! Files: [`assign`] (which subtask reads which split), [`connect`] (client, topics, readers, discovery), [`startup`] (where each split starts),
 //! [`decode`] (format plugins → columns), [`commit`] (positions and acknowledgements at checkpoints),
 //! [`subscriptions`] (what the job keeps on the broker, for the `subscriptions` command).
 
+mod assign;
 mod commit;
 mod connect;
 mod decode;
@@ -37,7 +41,7 @@ use tracing::{info, warn};
 
 use super::config::{PulsarTableConfig, Startup};
 use super::txn_acks::{SharedSubscriptionSource, TxnAcks};
-use crate::connector_api::{PipelineContext, Source, SourcePoll};
+use crate::connector_api::{PipelineContext, Source, SourcePoll, Subtask};
 use crate::plugins::catalog::PluginCatalog;
 use crate::pulsar::reader::{SplitCheckpoint, SplitReader, SplitSet, SubscriptionKind};
 use crate::pulsar::topics::Discovery;
@@ -106,6 +110,8 @@ pub struct PulsarSource {
     /// metric that shows how many it reads.
     owned: Option<Vec<bool>>,
     owned_gauge: Option<prometheus::IntGauge>,
+    /// Which of the INSERT's source subtasks this is (it reads the splits [`assign`] gives it).
+    subtask: Subtask,
 }
 
 impl PulsarSource {
@@ -127,6 +133,7 @@ impl PulsarSource {
             published: BTreeMap::new(),
             owned: None,
             owned_gauge: None,
+            subtask: Subtask::SOLE,
         }
     }
 
@@ -175,8 +182,10 @@ impl PulsarSource {
                     let sub = self.subscription.clone();
                     let restored = self.restored.clone();
                     let linked = self.linked();
-                    self.stage =
-                        Stage::Connecting(tokio::spawn(connect(spec, sub, restored, linked)));
+                    let subtask = self.subtask;
+                    self.stage = Stage::Connecting(tokio::spawn(connect(
+                        spec, sub, restored, linked, subtask,
+                    )));
                 }
                 Stage::Connecting(handle) => {
                     let joined = handle.await;
@@ -201,6 +210,7 @@ impl PulsarSource {
 impl Source for PulsarSource {
     fn set_context(&mut self, ctx: &PipelineContext) {
         self.owned_gauge = Some(ctx.owned_splits.clone());
+        self.subtask = ctx.subtask;
         if !matches!(
             self.spec.cfg.source.startup,
             Startup::ExternalSubscription { .. }
@@ -222,21 +232,55 @@ impl Source for PulsarSource {
                 kind: self.spec.cfg.source.subscription_kind.name(),
             }));
         } else if self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none() {
-            let acks = Arc::new(TxnAcks::default());
-            ctx.link.offer(acks.clone());
-            self.txn_acks = Some(acks);
+            // Shared with the other source subtasks that feed the same sink subtask.
+            self.txn_acks = Some(ctx.link.offer_shared(TxnAcks::default));
         }
     }
 
     fn restore(&mut self, state: serde_json::Value) -> Result<()> {
-        if state.is_null() {
-            return Ok(());
+        self.restore_subtasks(vec![state])
+    }
+
+    /// Every subtask of the last run recorded the splits it read; this one keeps those it owns now.
+    fn restore_subtasks(&mut self, states: Vec<serde_json::Value>) -> Result<()> {
+        let ranges = connect::reader_ranges(&self.spec.cfg);
+        let mut merged: Option<SourceState> = None;
+        for state in states.into_iter().filter(|s| !s.is_null()) {
+            let state: SourceState = serde_json::from_value(state)
+                .context("the checkpoint's Pulsar source state is not readable")?;
+            let m = merged.get_or_insert_with(|| SourceState {
+                subscription: state.subscription.clone(),
+                splits: BTreeMap::new(),
+            });
+            m.splits.extend(
+                state
+                    .splits
+                    .into_iter()
+                    .filter(|(key, _)| assign::owns_key(key, &ranges, self.subtask)),
+            );
         }
-        let state: SourceState = serde_json::from_value(state)
-            .context("the checkpoint's Pulsar source state is not readable")?;
-        self.emitted = state.splits.clone();
-        self.restored = Some(state);
+        if let Some(state) = merged {
+            self.emitted = state.splits.clone();
+            self.restored = Some(state);
+        }
         Ok(())
+    }
+
+    async fn split_count(&mut self) -> Result<Option<usize>> {
+        let cfg = &self.spec.cfg;
+        let client = crate::pulsar::connect(&cfg.client).await?;
+        let admin = match &cfg.admin_url {
+            Some(url) => Some(crate::pulsar::admin::admin_client_for(url, &cfg.client).await?),
+            None => None,
+        };
+        let splits = cfg
+            .source
+            .selection
+            .splits(&client, admin.as_ref())
+            .await
+            .with_context(|| format!("table '{}': listing the topics to read", cfg.table))?;
+        client.close().await;
+        Ok(Some(splits.len() * connect::reader_ranges(cfg).len()))
     }
 
     async fn poll_batch(&mut self, max_rows: usize) -> Result<SourcePoll> {
@@ -244,7 +288,12 @@ impl Source for PulsarSource {
         let schema = self.spec.schema.clone();
         let layout = self.spec.cfg.layout.clone();
         let interval = discovery_interval(&self.spec.cfg);
-        let opening = SplitOpening::of(&self.spec.cfg, &self.subscription, self.linked().is_some());
+        let opening = SplitOpening::of(
+            &self.spec.cfg,
+            &self.subscription,
+            self.linked().is_some(),
+            self.subtask,
+        );
         self.track_ownership();
         let run = self.running().await?;
 
