@@ -235,7 +235,11 @@ impl CopyJob {
             .input
             .strip_prefix("persistent://")
             .unwrap_or(&self.input);
-        let stats = if self.partitions > 0 { "partitioned-stats" } else { "stats" };
+        let stats = if self.partitions > 0 {
+            "partitioned-stats"
+        } else {
+            "stats"
+        };
         let Ok(stats) =
             self.broker
                 .admin("GET", &format!("/admin/v2/persistent/{path}/{stats}"), None)

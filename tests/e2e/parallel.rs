@@ -47,7 +47,10 @@ async fn one_two_and_four_subtasks_read_every_row_once_in_partition_order() -> R
             assert_eq!(seq % i64::from(PARTITIONS), part, "row {r}");
             assert!(seen.insert(seq), "parallelism {n}: row {seq} twice");
             if let Some(prev) = last.insert(part, seq) {
-                assert!(prev < seq, "parallelism {n}: partition {part}: {seq} after {prev}");
+                assert!(
+                    prev < seq,
+                    "parallelism {n}: partition {part}: {seq} after {prev}"
+                );
             }
         }
         assert_eq!(seen.len(), total, "parallelism {n}");
@@ -59,14 +62,25 @@ async fn one_two_and_four_subtasks_read_every_row_once_in_partition_order() -> R
 fn parse(row: &str) -> (i64, i64) {
     let inner = row.trim_start_matches("+I[").trim_end_matches(']');
     let (seq, topic) = inner.split_once(", ").expect("two columns");
-    let (_, part) = topic.rsplit_once("-partition-").expect("a partition's topic");
+    let (_, part) = topic
+        .rsplit_once("-partition-")
+        .expect("a partition's topic");
     (seq.parse().unwrap(), part.parse().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_holds_through_kills_while_the_parallelism_changes() -> Result<()> {
     let job = CopyJob::with_partitions("exactly-once", PARTITIONS).await?;
-    let plan = [Some(4), Some(2), Some(1), None, Some(4), Some(2), Some(3), Some(1)];
+    let plan = [
+        Some(4),
+        Some(2),
+        Some(1),
+        None,
+        Some(4),
+        Some(2),
+        Some(3),
+        Some(1),
+    ];
     let (counts, warnings) = copy_with_kills_each(&job, plan.len(), |round| {
         job.set_parallelism(plan.get(round).copied().flatten());
     })

@@ -3,9 +3,11 @@
 //! the same broker and the same data, plus end-to-end latency at a fixed rate (see `latency`). Prints the
 //! tables and (unless `--smoke`) writes them into BENCHMARKS.md between the `bench:begin` / `bench:end`
 //! markers. `--read-rounds N` runs only the repeated reads (`reads`: each single-partition reading job N
-//! times on fresh subscriptions, min / median / max).
+//! times on fresh subscriptions, min / median / max); `--parallel-rounds N` only the parallel reads
+//! (`parallel`: a 4-partition topic by 1, 2 and 4 subtasks, by one and by two processes).
 
 mod latency;
+mod parallel;
 mod reads;
 
 use std::fmt::Write as _;
@@ -47,6 +49,11 @@ pub struct BenchArgs {
     /// (BENCHMARKS.md untouched; the table is printed).
     #[arg(long)]
     pub read_rounds: Option<usize>,
+    /// Only the parallel reads: fill one 4-partition topic, then read it this many interleaved rounds
+    /// with 1, 2 and 4 source subtasks, and by one and by two processes sharing a Failover subscription
+    /// (BENCHMARKS.md untouched; the table is printed).
+    #[arg(long)]
+    pub parallel_rounds: Option<usize>,
 }
 
 /// One measured row of the table.
@@ -136,6 +143,14 @@ struct Ctx {
     admin_url: String,
     dir: PathBuf,
     rows: u64,
+}
+
+/// How a reading job runs: extra `SET` lines, extra source options, how many processes.
+#[derive(Debug, Clone, Default)]
+struct Reading {
+    sets: String,
+    source_options: String,
+    processes: usize,
 }
 
 impl Ctx {
@@ -234,16 +249,37 @@ INSERT INTO dst SELECT * FROM gen;",
         format: &str,
         pipeline: Option<&str>,
     ) -> Result<Measure> {
-        let port = free_port()?;
+        self.consume_with(name, topic, format, pipeline, &Reading::default())
+    }
+
+    /// [`Self::consume`] with extra settings, by `reading.processes` processes running the same job file
+    /// (rows, CPU and peak RSS summed over them).
+    fn consume_with(
+        &self,
+        name: &str,
+        topic: &str,
+        format: &str,
+        pipeline: Option<&str>,
+        reading: &Reading,
+    ) -> Result<Measure> {
         let sql = format!(
             "SET 'execution.checkpointing.interval' = '10s';
-{}{}
+{}{}{}
 CREATE TABLE sink ({}) WITH ('connector' = 'blackhole');
 INSERT INTO sink SELECT * FROM src;",
             pipeline
                 .map(|p| format!("SET 'pipeline.name' = '{p}';\n"))
                 .unwrap_or_default(),
-            self.table("src", topic, format, ", 'scan.startup.mode' = 'earliest'"),
+            reading.sets,
+            self.table(
+                "src",
+                topic,
+                format,
+                &format!(
+                    ", 'scan.startup.mode' = 'earliest'{}",
+                    reading.source_options
+                )
+            ),
             if format == "raw" {
                 "payload STRING"
             } else {
@@ -251,42 +287,57 @@ INSERT INTO sink SELECT * FROM src;",
             }
         );
         let job = self.job_file(name, &sql)?;
-        let log = self.dir.join(format!("{name}.log"));
-        let mut child = Command::new(&self.bin)
-            .arg("--plugin-dir")
-            .arg(self.root.join("plugins"))
-            .arg("run")
-            .arg(&job)
-            .arg("--state-dir")
-            .arg(self.dir.join("state"))
-            .arg("--fresh")
-            .arg("--metrics-addr")
-            .arg(format!("127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(fs::File::create(&log)?))
-            .spawn()?;
-        let pid = child.id();
-        let url = format!("http://127.0.0.1:{port}/metrics");
+        let mut procs = Vec::new();
+        for k in 0..reading.processes.max(1) {
+            let port = free_port()?;
+            let log = self.dir.join(format!("{name}.{k}.log"));
+            let child = Command::new(&self.bin)
+                .arg("--plugin-dir")
+                .arg(self.root.join("plugins"))
+                .arg("run")
+                .arg(&job)
+                .arg("--state-dir")
+                .arg(self.dir.join(format!("state-{k}")))
+                .arg("--fresh")
+                .arg("--metrics-addr")
+                .arg(format!("127.0.0.1:{port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(fs::File::create(&log)?))
+                .spawn()?;
+            procs.push((child, format!("http://127.0.0.1:{port}/metrics"), log));
+        }
+        let cpu = |procs: &[(std::process::Child, String, PathBuf)]| -> f64 {
+            procs.iter().map(|(c, _, _)| proc_cpu(c.id())).sum()
+        };
         let deadline = Instant::now() + Duration::from_secs(900);
         // The span starts at the last sample that still saw no row (the job up, its metrics answering): all
         // rows count, and the span is at most one sampling interval too long. (Counting from the first sample
         // that saw rows would drop the first batch, and with tiny data — `--smoke` — every row.)
-        let mut start = (Instant::now(), proc_cpu(pid));
+        let mut start = (Instant::now(), cpu(&procs));
         let result = loop {
-            if let Some(s) = child.try_wait()? {
-                bail!("{name} exited early ({s}); log: {}", log.display());
+            for (child, _, log) in &mut procs {
+                if let Some(s) = child.try_wait()? {
+                    bail!("{name} exited early ({s}); log: {}", log.display());
+                }
             }
             if Instant::now() > deadline {
                 break Err(anyhow::anyhow!("{name}: not done after 900 s"));
             }
-            let sampled = (Instant::now(), proc_cpu(pid));
-            let Some(body) = http::get(&url, None).ok().map(|r| r.body) else {
-                std::thread::sleep(Duration::from_millis(20));
-                continue;
-            };
+            let sampled = (Instant::now(), cpu(&procs));
             // (pulsar_connect_bytes_in_total counts Arrow memory, not message bytes: MB/s comes from the
             // topic's payload bytes, see `fill_payload_bytes`.)
-            let rows = metric(&body, "pulsar_connect_rows_in_total", "src");
+            let mut rows = 0.0;
+            let mut answering = true;
+            for (_, url, _) in &procs {
+                match http::get(url, None) {
+                    Ok(r) => rows += metric(&r.body, "pulsar_connect_rows_in_total", "src"),
+                    Err(_) => answering = false,
+                }
+            }
+            if !answering {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
             if rows == 0.0 {
                 start = sampled;
             }
@@ -298,18 +349,22 @@ INSERT INTO sink SELECT * FROM src;",
                     rows: rows as u64,
                     bytes: 0,
                     wall: t0.elapsed().as_secs_f64(),
-                    cpu: proc_cpu(pid) - c0,
-                    peak_rss_mb: proc_hwm_mb(pid),
+                    cpu: cpu(&procs) - c0,
+                    peak_rss_mb: procs.iter().map(|(c, _, _)| proc_hwm_mb(c.id())).sum(),
                     note: String::new(),
                 });
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        // SAFETY: SIGTERM to our own child.
-        unsafe {
-            libc::kill(pid as i32, libc::SIGTERM);
+        for (child, _, _) in &mut procs {
+            // SAFETY: SIGTERM to our own child.
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGTERM);
+            }
         }
-        let _ = child.wait();
+        for (child, _, _) in &mut procs {
+            let _ = child.wait();
+        }
         result
     }
 
@@ -542,6 +597,16 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         dir,
         rows,
     };
+    if let Some(rounds) = args.parallel_rounds {
+        let all = parallel::run(&ctx, run_id, rounds.max(1))?;
+        drop(broker);
+        println!(
+            "Command: `cargo xtask bench --parallel-rounds {rounds} --rows {rows}`; 1-minute load average {load_before} before, {} after.\n\n{}",
+            load_average(),
+            reads::render(&all)
+        );
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     if let Some(rounds) = args.read_rounds {
         let all = reads::run(&ctx, run_id, rounds.max(1))?;
         drop(broker);

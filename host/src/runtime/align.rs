@@ -221,7 +221,12 @@ mod tests {
         let got = drain(&mut inputs, 6).await;
         assert_eq!(
             &got[..4],
-            ["row 1", "row 10", "row 11", r#"aligned 5 [(0, String("s0")), (1, String("s1"))]"#],
+            [
+                "row 1",
+                "row 10",
+                "row 11",
+                r#"aligned 5 [(0, String("s0")), (1, String("s1"))]"#
+            ],
             "{got:?}"
         );
         let mut after = got[4..].to_vec();
@@ -244,7 +249,10 @@ mod tests {
         b.send(Msg::Barrier(4, json!("b4"))).await.unwrap();
         let got = drain(&mut inputs, 3).await;
         assert_eq!(got[0], "row 2");
-        assert_eq!(got[1], "row 1", "checkpoint 3 was abandoned, input 0 flows again");
+        assert_eq!(
+            got[1], "row 1",
+            "checkpoint 3 was abandoned, input 0 flows again"
+        );
         assert_eq!(
             got[2],
             r#"aligned 4 [(0, String("a4")), (1, String("b4"))]"#

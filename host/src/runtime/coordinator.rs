@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-
 /// Trigger checkpoint `id` in every source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Trigger {
@@ -252,11 +251,18 @@ mod tests {
         let mut c = Coordinator::with_subtasks(3, 2, 1, Duration::from_secs(60));
         assert_eq!(c.tick(now), t(1, false));
         assert!(c.ack(0, 1, state(1)).is_none());
-        assert!(c.ack(1, 1, state(2)).is_some(), "two sink acknowledgements complete it");
+        assert!(
+            c.ack(1, 1, state(2)).is_some(),
+            "two sink acknowledgements complete it"
+        );
         assert_eq!(c.persisted(false, now), Next::Continue);
         assert_eq!(c.exhausted(0, now), None);
         assert_eq!(c.exhausted(1, now), None);
-        assert_eq!(c.exhausted(2, now), t(2, true), "the third source ends the job");
+        assert_eq!(
+            c.exhausted(2, now),
+            t(2, true),
+            "the third source ends the job"
+        );
         c.ack(0, 2, state(1));
         c.ack(1, 2, state(1)).unwrap();
         assert_eq!(c.persisted(true, now), Next::Finish);

@@ -29,9 +29,7 @@ pub(super) fn decide(
     let sources = match read {
         Parallelism::Single => 1,
         Parallelism::Parallel(Some(n)) => n,
-        Parallelism::Parallel(None) => {
-            default.unwrap_or_else(|| cores.min(splits.unwrap_or(1)))
-        }
+        Parallelism::Parallel(None) => default.unwrap_or_else(|| cores.min(splits.unwrap_or(1))),
     }
     .max(1);
     let wanted = match write {
@@ -72,10 +70,22 @@ mod tests {
 
     #[test]
     fn the_default_is_the_cores_capped_by_the_splits() {
-        assert_eq!(decide(Parallel(None), Parallel(None), None, 2, Some(4)), shape(2, 2));
-        assert_eq!(decide(Parallel(None), Parallel(None), None, 8, Some(3)), shape(3, 3));
-        assert_eq!(decide(Parallel(None), Parallel(None), None, 8, Some(0)), shape(1, 1));
-        assert_eq!(decide(Parallel(None), Single, None, 4, Some(4)), shape(4, 1));
+        assert_eq!(
+            decide(Parallel(None), Parallel(None), None, 2, Some(4)),
+            shape(2, 2)
+        );
+        assert_eq!(
+            decide(Parallel(None), Parallel(None), None, 8, Some(3)),
+            shape(3, 3)
+        );
+        assert_eq!(
+            decide(Parallel(None), Parallel(None), None, 8, Some(0)),
+            shape(1, 1)
+        );
+        assert_eq!(
+            decide(Parallel(None), Single, None, 4, Some(4)),
+            shape(4, 1)
+        );
         assert!(needs_split_count(Parallel(None), None));
         assert!(!needs_split_count(Parallel(None), Some(2)));
         assert!(!needs_split_count(Parallel(Some(2)), None));
@@ -84,8 +94,14 @@ mod tests {
 
     #[test]
     fn tables_override_the_job_and_sinks_never_outnumber_sources() {
-        assert_eq!(decide(Parallel(Some(4)), Parallel(None), Some(2), 2, None), shape(4, 2));
-        assert_eq!(decide(Parallel(None), Parallel(Some(1)), Some(3), 2, None), shape(3, 1));
+        assert_eq!(
+            decide(Parallel(Some(4)), Parallel(None), Some(2), 2, None),
+            shape(4, 2)
+        );
+        assert_eq!(
+            decide(Parallel(None), Parallel(Some(1)), Some(3), 2, None),
+            shape(3, 1)
+        );
         assert_eq!(
             decide(Parallel(Some(2)), Parallel(Some(4)), None, 2, None),
             Shape {
@@ -95,6 +111,9 @@ mod tests {
             }
         );
         // A source that reads with one subtask ignores parallelism.default.
-        assert_eq!(decide(Single, Parallel(None), Some(4), 8, None), shape(1, 1));
+        assert_eq!(
+            decide(Single, Parallel(None), Some(4), 8, None),
+            shape(1, 1)
+        );
     }
 }

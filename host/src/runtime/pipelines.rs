@@ -225,10 +225,7 @@ impl Pipelines {
     }
 
     /// Per pipeline id, the states the sink subtasks acknowledged a checkpoint with.
-    pub(super) fn states(
-        &self,
-        acks: BTreeMap<usize, SinkAck>,
-    ) -> BTreeMap<String, PipelineState> {
+    pub(super) fn states(&self, acks: BTreeMap<usize, SinkAck>) -> BTreeMap<String, PipelineState> {
         let mut out = BTreeMap::new();
         for (unit, ack) in acks {
             let (plan, j) = self.sink_units[unit];

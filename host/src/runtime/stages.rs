@@ -47,7 +47,11 @@ pub(super) struct SinkAck {
 
 /// Tasks → coordinator. Sources and sinks are numbered over all pipelines (global subtask indices).
 pub(super) enum Event {
-    Ack { sink: usize, id: u64, state: SinkAck },
+    Ack {
+        sink: usize,
+        id: u64,
+        state: SinkAck,
+    },
     Exhausted(usize),
     Finished(usize),
     Failed(String),

@@ -200,7 +200,10 @@ async fn a_source_reads_only_once_every_sink_subtask_opened() {
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
-    assert!(out.try_recv().is_err(), "read before the second sink opened");
+    assert!(
+        out.try_recv().is_err(),
+        "read before the second sink opened"
+    );
     opened.send_modify(|n| *n += 1);
     assert!(matches!(out.recv().await, Some(Msg::Batch(b)) if b.num_rows() == 3));
     task.abort();

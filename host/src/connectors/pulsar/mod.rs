@@ -25,8 +25,8 @@ use std::sync::Arc;
 use anyhow::{Result, anyhow, bail};
 
 use crate::connector_api::{
-    CatalogTable, ConnectorFactory, JobSettings, MetadataDecl, Parallelism, Sink, SinkFactory, Source,
-    SourceFactory, TableConfigSlot,
+    CatalogTable, ConnectorFactory, JobSettings, MetadataDecl, Parallelism, Sink, SinkFactory,
+    Source, SourceFactory, TableConfigSlot,
 };
 use crate::options::OptionSet;
 use crate::plugins::Kind;

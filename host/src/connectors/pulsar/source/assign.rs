@@ -45,9 +45,9 @@ pub(super) fn owns_key(key: &str, ranges: &[Option<KeyRange>], subtask: Subtask)
     let partition = topic.partition_of().map_or(-1, |(_, i)| i as i32);
     let index = range
         .and_then(|r| {
-            ranges.iter().position(|k| {
-                k.is_some_and(|k| format!("{}-{}", k.start, k.end) == r)
-            })
+            ranges
+                .iter()
+                .position(|k| k.is_some_and(|k| format!("{}-{}", k.start, k.end) == r))
         })
         .unwrap_or(0);
     owns(&Split { topic, partition }, index, ranges.len(), subtask)
@@ -77,14 +77,26 @@ mod tests {
         for subtasks in 1..=5 {
             let mut per = vec![0; subtasks];
             for i in 0..10 {
-                per[owner(&partition("persistent://public/default/t", i), 0, 1, subtasks)] += 1;
+                per[owner(
+                    &partition("persistent://public/default/t", i),
+                    0,
+                    1,
+                    subtasks,
+                )] += 1;
             }
             let (min, max) = (per.iter().min().unwrap(), per.iter().max().unwrap());
             assert!(max - min <= 1, "{subtasks} subtasks: {per:?}");
         }
         // Another topic starts elsewhere, so single-partition topics do not all land on subtask 0.
         let starts: std::collections::BTreeSet<usize> = (0..8)
-            .map(|t| owner(&partition(&format!("persistent://public/default/t{t}"), 0), 0, 1, 4))
+            .map(|t| {
+                owner(
+                    &partition(&format!("persistent://public/default/t{t}"), 0),
+                    0,
+                    1,
+                    4,
+                )
+            })
             .collect();
         assert!(starts.len() > 1, "{starts:?}");
     }

@@ -11,8 +11,8 @@ use super::assign;
 use super::decode::make_decoders;
 use super::startup::{abort_stale_transactions, start_position};
 use super::{Running, SourceSpec, SourceState};
-use crate::connectors::pulsar::config::PulsarTableConfig;
 use crate::connector_api::Subtask;
+use crate::connectors::pulsar::config::PulsarTableConfig;
 use crate::connectors::pulsar::txn_acks::TxnAcks;
 use crate::pulsar::admin;
 use crate::pulsar::reader::{
