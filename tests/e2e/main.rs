@@ -22,3 +22,4 @@ mod python_interop;
 mod read_rounds;
 mod routers_wasm;
 mod routing_vectors;
+mod shared;

@@ -224,6 +224,8 @@ async fn subscription_types_and_what_they_combine_with() {
         "'source.subscription-type' = 'Failover'",
         "'properties.pulsar.source.subscriptionType' = 'FAILOVER'",
         "'subscription-type' = 'Exclusive'",
+        "'subscription-type' = 'shared'",
+        "'subscription-type' = 'Key_Shared'",
     ] {
         accepted(&read_job("a STRING", &format!("'format' = 'raw', {opt}"))).await;
     }
@@ -242,13 +244,9 @@ async fn subscription_types_and_what_they_combine_with() {
     refused(
         &read_job(
             "a STRING",
-            "'format' = 'raw', 'subscription-type' = 'Shared'",
+            "'format' = 'raw', 'subscription-type' = 'Key_Shared', 'scan.startup.mode' = 'specific-offsets', 'scan.startup.specific-offsets' = '1:2:-1'",
         ),
-        &[
-            "table 't'",
-            "'subscription-type'",
-            "'Shared' is not available yet",
-        ],
+        &["table 't'", "'scan.startup.mode'", "'specific-offsets' needs 'subscription-type' = 'Exclusive'"],
     )
     .await;
     // A seek would move every process's position.
@@ -287,4 +285,8 @@ async fn subscription_types_and_what_they_combine_with() {
     )
     .await;
     accepted(&copy("at-least-once")).await;
+    // Shared and Key_Shared acknowledge message by message inside the sink's transactions.
+    for kind in ["Shared", "Key_Shared"] {
+        accepted(&copy("exactly-once").replace("'Failover'", &format!("'{kind}'"))).await;
+    }
 }

@@ -166,6 +166,10 @@ pub enum SubscriptionKind {
     Exclusive,
     /// Several consumers, the broker makes one of them active; the others wait to take over.
     Failover,
+    /// Several consumers, each message dispatched to one of them; acknowledged message by message.
+    Shared,
+    /// As `Shared`, every key to one consumer at a time (in order per key).
+    KeyShared,
 }
 
 impl SubscriptionKind {
@@ -174,13 +178,24 @@ impl SubscriptionKind {
         match self {
             SubscriptionKind::Exclusive => "Exclusive",
             SubscriptionKind::Failover => "Failover",
+            SubscriptionKind::Shared => "Shared",
+            SubscriptionKind::KeyShared => "Key_Shared",
         }
+    }
+
+    /// Whether messages are dispatched one by one to several consumers (so acknowledged individually:
+    /// the broker refuses cumulative acknowledgements there, and a message may come again after the
+    /// consumer that had it went away, behind later ones).
+    pub fn dispatches_messages(self) -> bool {
+        matches!(self, SubscriptionKind::Shared | SubscriptionKind::KeyShared)
     }
 
     fn sub_type(self) -> SubType {
         match self {
             SubscriptionKind::Exclusive => SubType::Exclusive,
             SubscriptionKind::Failover => SubType::Failover,
+            SubscriptionKind::Shared => SubType::Shared,
+            SubscriptionKind::KeyShared => SubType::KeyShared,
         }
     }
 }
@@ -247,6 +262,9 @@ pub struct SplitReader {
     range: Option<KeyRange>,
     /// Hand out whole entries only (see [`Self::whole_entries`]).
     whole_entries: bool,
+    /// The subscription's type: with one dispatching messages to several consumers nothing received is
+    /// dropped as replayed (a message comes again after another consumer released it).
+    kind: SubscriptionKind,
     /// The received members of an entry not yet complete (held back when `whole_entries`).
     carry: Vec<IncomingMessage>,
 }
@@ -379,8 +397,9 @@ impl SplitReader {
             last_complete_entry: None,
             start,
             range,
-            whole_entries: false,
+            whole_entries: kind.dispatches_messages(),
             carry: Vec::new(),
+            kind,
         })
     }
 
@@ -438,7 +457,11 @@ impl SplitReader {
         .flatten()
         .max_by(compare_positions);
         let before = batch.len();
+        let dispatched = self.kind.dispatches_messages();
         batch.retain(|m| {
+            if dispatched {
+                return true;
+            }
             let newer =
                 floor.is_none_or(|f| compare_positions(&m.message_id, &f) == Ordering::Greater);
             if newer {

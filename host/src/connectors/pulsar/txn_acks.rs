@@ -15,6 +15,10 @@
 //!    it reaches the sink every row up to those positions has been sent in the current transaction, and
 //!    the sink acknowledges the positions cumulatively *in that transaction* before it pre-commits.
 //!    Committing the transaction then publishes the rows and moves the cursor at once.
+//! 4. With a `Shared` or `Key_Shared` subscription (several processes, messages dispatched one by one)
+//!    the source publishes the entries it emitted instead ([`SplitAck::entries`]) and the sink
+//!    acknowledges them individually in the transaction; nothing of crashed runs is aborted at start
+//!    (another live process may own it): their transactions time out and release the messages.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -36,6 +40,9 @@ pub struct SplitAck {
     pub consumer: Consumer,
     /// Everything up to and including this message (a whole entry) was emitted.
     pub through: MessageId,
+    /// A subscription dispatching messages to several consumers: the entries emitted since the last
+    /// checkpoint, acknowledged one by one (`through` is the last of them); empty: cumulative.
+    pub entries: Vec<MessageId>,
 }
 
 /// Offered by a Pulsar source whose subscription several processes share (`subscription-type` other than
@@ -107,13 +114,21 @@ impl TxnAcks {
         }
     }
 
-    /// What to acknowledge for checkpoint `id` (and drops older entries: a later cumulative position
-    /// covers them).
+    /// What to acknowledge for checkpoint `id`, with the individual acknowledgements of older
+    /// checkpoints that were never taken (their barriers never reached the sink, so their rows are in
+    /// this transaction); older cumulative positions are dropped (a later one covers them).
     pub fn take(&self, id: u64) -> Vec<SplitAck> {
         let mut p = self.positions.lock().unwrap_or_else(|e| e.into_inner());
         let later = p.split_off(&(id + 1));
         let mut upto = std::mem::replace(&mut *p, later);
-        upto.remove(&id).unwrap_or_default()
+        let current = upto.remove(&id).unwrap_or_default();
+        let mut out: Vec<SplitAck> = upto
+            .into_values()
+            .flatten()
+            .filter(|a| !a.entries.is_empty())
+            .collect();
+        out.extend(current);
+        out
     }
 }
 

@@ -161,15 +161,8 @@ pub(super) fn subscription_kind(
     let kind = match written {
         "Exclusive" => return Ok(SubscriptionKind::Exclusive),
         "Failover" => SubscriptionKind::Failover,
-        other => {
-            return Err(option_error(
-                table,
-                opt::SUBSCRIPTION_TYPE,
-                format!(
-                    "'{other}' is not available yet: individual acknowledgements (which '{other}' needs) are not implemented; use 'Exclusive' (one process) or 'Failover' (several processes sharing the partitions)"
-                ),
-            ));
-        }
+        "Shared" => SubscriptionKind::Shared,
+        _ => SubscriptionKind::KeyShared,
     };
     let shared = "several processes share the subscription";
     match &source.startup {

@@ -198,7 +198,7 @@ impl Sink for PulsarSink {
             && let Some(source) = ctx.link.get::<SharedSubscriptionSource>()
         {
             self.refused = Some(format!(
-                "table '{}': 'sink.semantic' = 'exactly-once' cannot be combined with source table '{}' reading through a '{}' subscription yet (its positions live in the subscription's cursor, which is not yet committed inside the sink's transactions): use 'at-least-once', or 'subscription-type' = 'Exclusive' on '{}'",
+                "table '{}': 'sink.semantic' = 'exactly-once' cannot be combined with source table '{}' reading through a '{}' subscription yet (a partition that moves to another process is read again from the cursor while the first process's transaction may still commit): use 'at-least-once', or 'subscription-type' = 'Exclusive', 'Shared' or 'Key_Shared' on '{}'",
                 self.spec.cfg.table, source.table, source.kind, source.table
             ));
         }

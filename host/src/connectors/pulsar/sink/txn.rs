@@ -62,17 +62,26 @@ impl PulsarSink {
                         p.topic
                     )
                 })?;
-            p.consumer
-                .ack_cumulative_with_txn(p.through, txn.id())
-                .await
-                .map_err(|e| {
-                    anyhow!(
-                        "table '{table}': acknowledging {} of {} in transaction {}: {e}",
-                        crate::pulsar::message_id::format_message_id(&p.through),
-                        p.topic,
-                        TxnRef(txn.id())
-                    )
-                })?;
+            // Individually with a subscription dispatching to several consumers, else cumulatively.
+            let acked: Result<(), String> = if p.entries.is_empty() {
+                p.consumer
+                    .ack_cumulative_with_txn(p.through, txn.id())
+                    .await
+                    .map_err(|e| e.to_string())
+            } else {
+                p.consumer
+                    .ack_batch_with_txn(p.entries.clone(), txn.id())
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            acked.map_err(|e| {
+                anyhow!(
+                    "table '{table}': acknowledging {} of {} in transaction {}: {e}",
+                    crate::pulsar::message_id::format_message_id(&p.through),
+                    p.topic,
+                    TxnRef(txn.id())
+                )
+            })?;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! checkpoint, and the cumulative acknowledgement of a completed checkpoint's positions on the job's
 //! subscription otherwise.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -22,8 +23,26 @@ impl PulsarSource {
             return;
         };
         let mut batch = Vec::new();
+        let dispatched = self.spec.cfg.source.subscription_kind.dispatches_messages();
         for r in run.splits.readers() {
             let topic = r.key();
+            if dispatched {
+                // One by one: the entries returned since the last checkpoint.
+                let Some(entries) = self.unacked.remove(&topic) else {
+                    continue;
+                };
+                let Some(&through) = entries.last() else {
+                    continue;
+                };
+                batch.push(SplitAck {
+                    topic,
+                    subscription: self.subscription.clone(),
+                    consumer: r.consumer().clone(),
+                    through,
+                    entries,
+                });
+                continue;
+            }
             let Some(&through) = self.emitted_entries.get(&topic) else {
                 continue;
             };
@@ -38,6 +57,7 @@ impl PulsarSource {
                     subscription: self.subscription.clone(),
                     consumer: r.consumer().clone(),
                     through,
+                    entries: Vec::new(),
                 });
             }
         }
@@ -62,6 +82,9 @@ impl PulsarSource {
             // The sink's transaction carried the acknowledgements.
             return Ok(());
         }
+        if self.spec.cfg.source.subscription_kind.dispatches_messages() {
+            return self.ack_completed_entries(id).await;
+        }
         let Stage::Running(run) = &self.stage else {
             return Ok(());
         };
@@ -84,6 +107,33 @@ impl PulsarSource {
                         break;
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A subscription dispatching to several consumers: acknowledges, one by one, the entries returned
+    /// before checkpoint `id` (and before every earlier one not completed). A failed acknowledgement
+    /// only means the broker sends those messages again (to this process or another).
+    async fn ack_completed_entries(&mut self, id: u64) -> Result<()> {
+        let mut due: BTreeMap<String, Vec<magnetar::MessageId>> = BTreeMap::new();
+        while self.individual.front().is_some_and(|(sid, _)| *sid <= id) {
+            if let Some((_, per_split)) = self.individual.pop_front() {
+                for (key, entries) in per_split {
+                    due.entry(key).or_default().extend(entries);
+                }
+            }
+        }
+        let Stage::Running(run) = &self.stage else {
+            return Ok(());
+        };
+        for reader in run.splits.readers() {
+            let Some(entries) = due.remove(&reader.key()) else {
+                continue;
+            };
+            let n = entries.len();
+            if let Err(e) = reader.consumer().ack_batch(entries).await {
+                warn!(split = %reader.split().topic, "acknowledging the {n} entries of checkpoint {id} failed (the broker sends them again): {e}");
             }
         }
         Ok(())

@@ -69,10 +69,18 @@ pub(super) async fn connect(
     let policy = cfg.source.data_loss;
     // Linked to the sink's transactions: the subscription's cursor is where to resume.
     let mut at_cursor = std::collections::BTreeSet::new();
-    if let (Some(acks), Some(url)) = (&linked, &cfg.admin_url) {
+    if let Some(acks) = &linked {
         acks.wait_recovered()
             .await
             .with_context(|| format!("table '{}': before reading", cfg.table))?;
+    }
+    // (Shared / Key_Shared: other live processes own open transactions on the subscription; a crashed
+    // run's transactions time out and release their messages. Every start is at the cursor anyway.)
+    if let (Some(_), Some(url), false) = (
+        &linked,
+        &cfg.admin_url,
+        cfg.source.subscription_kind.dispatches_messages(),
+    ) {
         abort_stale_transactions(cfg, url, &splits, &subscription).await?;
         for split in &splits {
             if subscription_exists(url, &cfg.client, split, &subscription).await? {
@@ -188,7 +196,7 @@ impl SplitOpening {
     fn start(&self) -> StartPosition {
         match self.kind {
             SubscriptionKind::Exclusive => StartPosition::Earliest,
-            SubscriptionKind::Failover => StartPosition::SubscriptionCursor {
+            _ => StartPosition::SubscriptionCursor {
                 from_earliest: true,
             },
         }

@@ -17,6 +17,20 @@ use crate::pulsar::message_id::format_message_id;
 use crate::pulsar::reader::SplitCheckpoint;
 use crate::pulsar::topics::Split;
 
+/// The entries `msgs` end (whole entries: a batch's last member, or a message sent unbatched), as the
+/// ids an individual acknowledgement of the entry takes.
+fn entries_of(msgs: &[IncomingMessage]) -> Vec<magnetar::MessageId> {
+    msgs.iter()
+        .map(|m| m.message_id)
+        .filter(|id| id.batch_index < 0 || id.batch_index + 1 >= id.batch_size)
+        .map(|id| magnetar::MessageId {
+            batch_index: -1,
+            batch_size: -1,
+            ..id
+        })
+        .collect()
+}
+
 pub(crate) struct Decoders {
     value: Decoder,
     value_spec: FormatSpec,
@@ -30,6 +44,8 @@ pub(super) struct Decoded {
     pub(super) position: SplitCheckpoint,
     /// The last whole entry among the messages decoded (and every one before them on the split).
     pub(super) through: Option<magnetar::MessageId>,
+    /// A subscription dispatching to several consumers: the entries of the messages decoded.
+    pub(super) entries: Vec<magnetar::MessageId>,
     pub(super) skipped: u64,
 }
 
@@ -55,6 +71,8 @@ pub(super) struct DecodeJob {
     pub(super) position: SplitCheckpoint,
     /// The reader's last whole entry once these messages were handed out.
     pub(super) through: Option<magnetar::MessageId>,
+    /// Whether to list the messages' entries (acknowledged one by one later).
+    pub(super) list_entries: bool,
     pub(super) msgs: Vec<IncomingMessage>,
 }
 
@@ -198,6 +216,11 @@ impl DecodeJob {
             split: self.key.clone(),
             position: self.position.clone(),
             through: self.through,
+            entries: if self.list_entries {
+                entries_of(&self.msgs)
+            } else {
+                Vec::new()
+            },
             skipped,
         })
     }

@@ -104,6 +104,11 @@ pub struct PulsarSource {
     /// Per split: the last whole entry whose rows this run returned (a linked source acknowledges
     /// through it; a batch still decoding when a barrier cancels the poll is not in it).
     emitted_entries: BTreeMap<String, magnetar::MessageId>,
+    /// A subscription dispatching to several consumers (`Shared`, `Key_Shared`): per split, the entries
+    /// returned since the last checkpoint (acknowledged one by one), and per checkpoint not yet completed
+    /// (unlinked: acknowledged when it completes).
+    unacked: BTreeMap<String, Vec<magnetar::MessageId>>,
+    individual: VecDeque<(u64, BTreeMap<String, Vec<magnetar::MessageId>>)>,
     /// Linked to the sink's transactions: per split, the last position handed to it.
     published: BTreeMap<String, magnetar::MessageId>,
     /// Per reader (in the split set's order), whether this process read it at the last look; and the
@@ -130,6 +135,8 @@ impl PulsarSource {
             skipped: 0,
             txn_acks: None,
             emitted_entries: BTreeMap::new(),
+            unacked: BTreeMap::new(),
+            individual: VecDeque::new(),
             published: BTreeMap::new(),
             owned: None,
             owned_gauge: None,
@@ -138,8 +145,9 @@ impl PulsarSource {
     }
 
     /// Logs (and counts in `pulsar_connect_source_owned_splits`) which splits this process reads when
-    /// that changed: every split with an Exclusive subscription; with Failover those the broker made this
-    /// process's consumer active for (the others wait to take over when the active process goes).
+    /// that changed: every split with an Exclusive, Shared or Key_Shared subscription (logged for the
+    /// shared ones only); with Failover those the broker made this process's consumer active for (the
+    /// others wait to take over when the active process goes).
     fn track_ownership(&mut self) {
         let Stage::Running(run) = &self.stage else {
             return;
@@ -163,7 +171,7 @@ impl PulsarSource {
             g.set(names.len() as i64);
         }
         let total = readers.len();
-        if failover {
+        if self.spec.cfg.source.subscription_kind != SubscriptionKind::Exclusive {
             info!(table = %self.spec.cfg.table, owned = names.len(), of = total, splits = ?names, subscription = %self.subscription, "this process now reads {} of the {total} splits", names.len());
         }
         self.owned = Some(now);
@@ -226,12 +234,15 @@ impl Source for PulsarSource {
         // Acknowledging inside a sink's transaction needs the admin API at start (finding the
         // transactions of crashed runs, the subscriptions that exist) and durable subscriptions (key
         // ranges are read through non-durable ones).
-        if self.spec.cfg.source.subscription_kind != SubscriptionKind::Exclusive {
+        let kind = self.spec.cfg.source.subscription_kind;
+        if kind == SubscriptionKind::Failover {
             ctx.link.offer(Arc::new(SharedSubscriptionSource {
                 table: self.spec.cfg.table.clone(),
-                kind: self.spec.cfg.source.subscription_kind.name(),
+                kind: kind.name(),
             }));
-        } else if self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none() {
+        } else if kind.dispatches_messages()
+            || (self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none())
+        {
             // Shared with the other source subtasks that feed the same sink subtask.
             self.txn_acks = Some(ctx.link.offer_shared(TxnAcks::default));
         }
@@ -295,6 +306,7 @@ impl Source for PulsarSource {
             self.subtask,
         );
         self.track_ownership();
+        let list_entries = self.spec.cfg.source.subscription_kind.dispatches_messages();
         let run = self.running().await?;
 
         // Splits found by discovery join the set.
@@ -343,6 +355,7 @@ impl Source for PulsarSource {
                 key,
                 position,
                 through,
+                list_entries,
                 msgs,
             };
             run.decoding = Some(tokio::task::spawn_blocking(move || job.run(decoders)));
@@ -362,6 +375,12 @@ impl Source for PulsarSource {
         }
         if let Some(through) = decoded.through {
             self.emitted_entries.insert(decoded.split.clone(), through);
+        }
+        if !decoded.entries.is_empty() {
+            self.unacked
+                .entry(decoded.split.clone())
+                .or_default()
+                .extend(decoded.entries);
         }
         self.emitted.insert(decoded.split, decoded.position);
         Ok(SourcePoll::Batch(decoded.batch))
@@ -383,6 +402,10 @@ impl Source for PulsarSource {
 
     fn snapshot_for(&mut self, id: u64) -> Result<serde_json::Value> {
         self.publish_linked_acks(id);
+        if self.linked().is_none() && !self.unacked.is_empty() {
+            self.individual
+                .push_back((id, std::mem::take(&mut self.unacked)));
+        }
         self.snapshots.push_back((id, self.emitted.clone()));
         while self.snapshots.len() > 64 {
             self.snapshots.pop_front();
