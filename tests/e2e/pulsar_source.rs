@@ -96,6 +96,19 @@ fn ids(rows: &[String]) -> Vec<u32> {
     v
 }
 
+/// Waits until the job's source subtasks read `splits` splits together (each opened its readers at their
+/// resolved starts).
+async fn wait_reading(job: &RunningJob, splits: i64) {
+    let gauge = job.metrics.owned_splits.with_label_values(&["src"]);
+    for _ in 0..300 {
+        if gauge.get() >= splits {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the job never read {splits} splits (reads {})", gauge.get());
+}
+
 /// Waits until the job's subscription on `topic` has a connected consumer (its start is resolved).
 async fn wait_subscribed(broker: &TestBroker, topic: &str) {
     let path = topic.strip_prefix("persistent://").unwrap();
@@ -305,7 +318,8 @@ async fn a_restored_job_resumes_after_the_last_emitted_message() -> Result<()> {
     );
     // `latest` on the first run: nothing yet; it is resolved once and kept in the checkpoint.
     let job1 = RunningJob::start(&sql, Some(state.path())).await?;
-    wait_subscribed(&broker, &format!("{topic}-partition-0")).await;
+    // Not just a consumer on the topic (resolving `latest` subscribes one first): every split read.
+    wait_reading(&job1, 2).await;
     send_orders(&client, &format!("{topic}-partition-0"), 100..105).await?;
     job1.wait_rows(5, WAIT).await?;
     let (_, rows) = job1.stop().await?;

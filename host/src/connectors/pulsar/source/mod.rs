@@ -167,8 +167,13 @@ impl PulsarSource {
             .filter(|r| owns(r))
             .map(|r| r.split().topic.to_string())
             .collect();
+        // The gauge is the table's: every source subtask adds what it reads.
+        let before = self
+            .owned
+            .as_ref()
+            .map_or(0, |o| o.iter().filter(|b| **b).count());
         if let Some(g) = &self.owned_gauge {
-            g.set(names.len() as i64);
+            g.add(names.len() as i64 - before as i64);
         }
         let total = readers.len();
         if self.spec.cfg.source.subscription_kind != SubscriptionKind::Exclusive {
