@@ -70,6 +70,22 @@ pub async fn read_output(
     topic: &str,
     expect: usize,
 ) -> Result<BTreeMap<u64, usize>> {
+    let mut counts = BTreeMap::new();
+    for payload in read_payloads(broker, topic, expect, Duration::from_secs(90)).await? {
+        let v: serde_json::Value = serde_json::from_slice(&payload)?;
+        *counts.entry(v["seq"].as_u64().unwrap()).or_insert(0) += 1;
+    }
+    Ok(counts)
+}
+
+/// The payloads in (non-partitioned) `topic` in the order a consumer sees them: read until at least
+/// `expect` came and nothing more for 3 s, or `timeout` passed.
+pub async fn read_payloads(
+    broker: &TestBroker,
+    topic: &str,
+    expect: usize,
+    timeout: Duration,
+) -> Result<Vec<Vec<u8>>> {
     let client = broker.client().await?;
     let mut reader = SplitReader::open(
         &client,
@@ -82,27 +98,22 @@ pub async fn read_output(
         DataLossPolicy::Fail,
     )
     .await?;
-    let mut counts = BTreeMap::new();
-    let mut total = 0;
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut out = Vec::new();
+    let deadline = Instant::now() + timeout;
     let mut quiet_since = Instant::now();
     while Instant::now() < deadline {
         let batch = reader.next_batch(1000, Duration::from_millis(500)).await?;
         if batch.is_empty() {
-            if total >= expect && quiet_since.elapsed() > Duration::from_secs(3) {
+            if out.len() >= expect && quiet_since.elapsed() > Duration::from_secs(3) {
                 break;
             }
             continue;
         }
         quiet_since = Instant::now();
-        for m in batch {
-            let v: serde_json::Value = serde_json::from_slice(&m.payload)?;
-            *counts.entry(v["seq"].as_u64().unwrap()).or_insert(0) += 1;
-            total += 1;
-        }
+        out.extend(batch.into_iter().map(|m| m.payload.to_vec()));
     }
     reader.close().await.ok();
-    Ok(counts)
+    Ok(out)
 }
 
 /// Writes `N` sequence-numbered rows to a new input topic.

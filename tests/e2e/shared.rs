@@ -12,11 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use magnetar::OutgoingMessage;
-use pulsar_connect::pulsar::reader::{DataLossPolicy, SplitReader, StartPosition};
-use pulsar_connect::pulsar::topics::{Split, TopicName};
 use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 
-use super::exactly_once::copy_job::spawn;
+use super::exactly_once::copy_job::{read_payloads, spawn};
 
 const KEYS: u64 = 30;
 
@@ -39,47 +37,22 @@ async fn produce(broker: &TestBroker, input: &str, from: u64, to: u64) -> Result
     Ok(())
 }
 
-/// The output in the order a reader sees it: (seq, key, per-key counter).
+/// The output in the order a reader sees it: (seq, key, per-key counter). The messages of a killed
+/// process come back when its transactions time out (20 s).
 async fn read_all(
     broker: &TestBroker,
     topic: &str,
     expect: usize,
 ) -> Result<Vec<(u64, String, u64)>> {
-    let client = broker.client().await?;
-    let mut reader = SplitReader::open(
-        &client,
-        Split {
-            topic: TopicName::parse(topic)?,
-            partition: -1,
-        },
-        &format!("verify-{}", now_ms()),
-        StartPosition::Earliest,
-        DataLossPolicy::Fail,
-    )
-    .await?;
     let mut out = Vec::new();
-    // The messages of a killed process come back when its transactions time out (20 s).
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut quiet_since = Instant::now();
-    while Instant::now() < deadline {
-        let batch = reader.next_batch(1000, Duration::from_millis(500)).await?;
-        if batch.is_empty() {
-            if out.len() >= expect && quiet_since.elapsed() > Duration::from_secs(3) {
-                break;
-            }
-            continue;
-        }
-        quiet_since = Instant::now();
-        for m in batch {
-            let v: serde_json::Value = serde_json::from_slice(&m.payload)?;
-            out.push((
-                v["seq"].as_u64().unwrap_or(u64::MAX),
-                v["k"].as_str().unwrap_or_default().to_owned(),
-                v["n"].as_u64().unwrap_or(u64::MAX),
-            ));
-        }
+    for payload in read_payloads(broker, topic, expect, Duration::from_secs(120)).await? {
+        let v: serde_json::Value = serde_json::from_slice(&payload)?;
+        out.push((
+            v["seq"].as_u64().unwrap_or(u64::MAX),
+            v["k"].as_str().unwrap_or_default().to_owned(),
+            v["n"].as_u64().unwrap_or(u64::MAX),
+        ));
     }
-    reader.close().await.ok();
     Ok(out)
 }
 

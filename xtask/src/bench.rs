@@ -154,6 +154,19 @@ struct Reading {
 }
 
 impl Ctx {
+    /// `pulsar-connect --plugin-dir <plugins> run <job> --state-dir <bench dir>/<state> --fresh`.
+    fn job_command(&self, job: &Path, state: &str) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("--plugin-dir")
+            .arg(self.root.join("plugins"))
+            .arg("run")
+            .arg(job)
+            .arg("--state-dir")
+            .arg(self.dir.join(state))
+            .arg("--fresh");
+        cmd
+    }
+
     fn job_file(&self, name: &str, sql: &str) -> Result<PathBuf> {
         let p = self.dir.join(format!("{name}.sql"));
         fs::write(&p, sql)?;
@@ -196,14 +209,8 @@ INSERT INTO dst SELECT * FROM gen;",
         );
         let job = self.job_file(name, &sql)?;
         let start = Instant::now();
-        let mut child = Command::new(&self.bin)
-            .arg("--plugin-dir")
-            .arg(self.root.join("plugins"))
-            .args(["run"])
-            .arg(&job)
-            .arg("--state-dir")
-            .arg(self.dir.join("state"))
-            .arg("--fresh")
+        let mut child = self
+            .job_command(&job, "state")
             .stdout(Stdio::null())
             .stderr(Stdio::from(fs::File::create(
                 self.dir.join(format!("{name}.log")),
@@ -291,14 +298,8 @@ INSERT INTO sink SELECT * FROM src;",
         for k in 0..reading.processes.max(1) {
             let port = free_port()?;
             let log = self.dir.join(format!("{name}.{k}.log"));
-            let child = Command::new(&self.bin)
-                .arg("--plugin-dir")
-                .arg(self.root.join("plugins"))
-                .arg("run")
-                .arg(&job)
-                .arg("--state-dir")
-                .arg(self.dir.join(format!("state-{k}")))
-                .arg("--fresh")
+            let child = self
+                .job_command(&job, &format!("state-{k}"))
                 .arg("--metrics-addr")
                 .arg(format!("127.0.0.1:{port}"))
                 .stdout(Stdio::null())

@@ -250,14 +250,8 @@ INSERT INTO dst SELECT order_id, order_product_id, order_customer_id, order_stat
         );
         let job = self.job_file(&format!("latency-{label}"), &sql)?;
         let log = self.dir.join(format!("latency-{label}.log"));
-        let child = Command::new(&self.bin)
-            .arg("--plugin-dir")
-            .arg(self.root.join("plugins"))
-            .arg("run")
-            .arg(&job)
-            .arg("--state-dir")
-            .arg(self.dir.join("state"))
-            .arg("--fresh")
+        let child = self
+            .job_command(&job, "state")
             .stdout(Stdio::null())
             .stderr(Stdio::from(fs::File::create(&log)?))
             .spawn()

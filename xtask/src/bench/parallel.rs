@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 
-use super::reads::Rounds;
+use super::reads::{Rounds, interleave};
 use super::{Ctx, Reading, partitioned, report_step};
 
 /// Fills a fresh 4-partition topic, then reads it `rounds` times with every configuration.
@@ -49,21 +49,10 @@ pub fn run(ctx: &Ctx, run_id: u64, rounds: usize) -> Result<Vec<Rounds>> {
         ("ours: Failover, one process", failover(1)),
         ("ours: Failover, two processes", failover(2)),
     ];
-    let mut out: Vec<Rounds> = jobs
-        .iter()
-        .map(|(name, _)| Rounds {
-            name: (*name).to_owned(),
-            runs: Vec::new(),
-        })
-        .collect();
-    for round in 0..rounds {
-        eprintln!("round {}/{rounds}", round + 1);
-        for (k, (name, reading)) in jobs.iter().enumerate() {
-            let pipeline = format!("bench-parallel-{run_id}-{k}-{round}");
-            let m = ctx.consume_with(name, &topic, "json", Some(&pipeline), reading)?;
-            report_step(&m);
-            out[k].runs.push(m);
-        }
-    }
-    Ok(out)
+    let names: Vec<&str> = jobs.iter().map(|(name, _)| *name).collect();
+    interleave(&names, rounds, |k, round| {
+        let (name, reading) = &jobs[k];
+        let pipeline = format!("bench-parallel-{run_id}-{k}-{round}");
+        ctx.consume_with(name, &topic, "json", Some(&pipeline), reading)
+    })
 }

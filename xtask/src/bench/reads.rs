@@ -65,25 +65,38 @@ pub fn run(ctx: &Ctx, run_id: u64, rounds: usize) -> Result<Vec<Rounds>> {
         ("ours: pulsar(raw, 1p) → blackhole", Some("raw")),
         ("ceiling: bare consumer (json, 1p)", None),
     ];
-    let mut out: Vec<Rounds> = jobs
+    let names: Vec<&str> = jobs.iter().map(|(name, _)| *name).collect();
+    interleave(&names, rounds, |k, round| {
+        let (name, format) = jobs[k];
+        match format {
+            Some(format) => {
+                let pipeline = format!("bench-reads-{run_id}-{format}-{round}");
+                ctx.consume(name, &topic, format, Some(&pipeline))
+            }
+            None => ctx.ceiling(name, &topic),
+        }
+    })
+}
+
+/// Runs every job of `names` once per round, `rounds` times, interleaved (`run(job index, round)`).
+pub fn interleave(
+    names: &[&str],
+    rounds: usize,
+    mut run: impl FnMut(usize, usize) -> Result<Measure>,
+) -> Result<Vec<Rounds>> {
+    let mut out: Vec<Rounds> = names
         .iter()
-        .map(|(name, _)| Rounds {
+        .map(|name| Rounds {
             name: (*name).to_owned(),
             runs: Vec::new(),
         })
         .collect();
     for round in 0..rounds {
         eprintln!("round {}/{rounds}", round + 1);
-        for (k, (name, format)) in jobs.iter().enumerate() {
-            let m = match format {
-                Some(format) => {
-                    let pipeline = format!("bench-reads-{run_id}-{format}-{round}");
-                    ctx.consume(name, &topic, format, Some(&pipeline))?
-                }
-                None => ctx.ceiling(name, &topic)?,
-            };
+        for (k, rounds) in out.iter_mut().enumerate() {
+            let m = run(k, round)?;
             report_step(&m);
-            out[k].runs.push(m);
+            rounds.runs.push(m);
         }
     }
     Ok(out)
