@@ -36,6 +36,24 @@ pub(super) fn discovery_interval(cfg: &PulsarTableConfig) -> Option<Duration> {
     cfg.source.discovery
 }
 
+/// The client, the admin client (with an `admin-url`) and every split the table reads now.
+pub(super) async fn list_splits(
+    cfg: &PulsarTableConfig,
+) -> Result<(PulsarClient, Option<AdminClient>, Vec<Split>)> {
+    let client = crate::pulsar::connect(&cfg.client).await?;
+    let admin = match &cfg.admin_url {
+        Some(url) => Some(admin::admin_client_for(url, &cfg.client).await?),
+        None => None,
+    };
+    let splits = cfg
+        .source
+        .selection
+        .splits(&client, admin.as_ref())
+        .await
+        .with_context(|| format!("table '{}': listing the topics to read", cfg.table))?;
+    Ok((client, admin, splits))
+}
+
 /// Connects and opens every split at its start (restored, or the configured startup mode).
 pub(super) async fn connect(
     spec: SourceSpec,
@@ -45,17 +63,7 @@ pub(super) async fn connect(
     subtask: Subtask,
 ) -> Result<Running> {
     let cfg = &spec.cfg;
-    let client = crate::pulsar::connect(&cfg.client).await?;
-    let admin = match &cfg.admin_url {
-        Some(url) => Some(admin::admin_client_for(url, &cfg.client).await?),
-        None => None,
-    };
-    let all = cfg
-        .source
-        .selection
-        .splits(&client, admin.as_ref())
-        .await
-        .with_context(|| format!("table '{}': listing the topics to read", cfg.table))?;
+    let (client, admin, all) = list_splits(cfg).await?;
     if all.is_empty() {
         warn!(table = %cfg.table, "no topic matches yet; waiting for discovery");
     }

@@ -284,17 +284,7 @@ impl Source for PulsarSource {
 
     async fn split_count(&mut self) -> Result<Option<usize>> {
         let cfg = &self.spec.cfg;
-        let client = crate::pulsar::connect(&cfg.client).await?;
-        let admin = match &cfg.admin_url {
-            Some(url) => Some(crate::pulsar::admin::admin_client_for(url, &cfg.client).await?),
-            None => None,
-        };
-        let splits = cfg
-            .source
-            .selection
-            .splits(&client, admin.as_ref())
-            .await
-            .with_context(|| format!("table '{}': listing the topics to read", cfg.table))?;
+        let (client, _, splits) = connect::list_splits(cfg).await?;
         client.close().await;
         Ok(Some(splits.len() * connect::reader_ranges(cfg).len()))
     }
