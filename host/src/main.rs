@@ -179,6 +179,7 @@ fn main() -> ExitCode {
                     info!(rows_in = s.rows_in, rows_out = s.rows_out, checkpoints = s.checkpoints, restored_from = ?s.restored_from, "job finished");
                     ExitCode::SUCCESS
                 }
+                Err(e) if pulsar_connect::connector_api::needs_rewind(&e) => restart(&e),
                 Err(e) => {
                     eprintln!("error: {}: {e:#}", path.display());
                     ExitCode::from(EXIT_RUNTIME)
@@ -186,6 +187,38 @@ fn main() -> ExitCode {
             }
         }),
     }
+}
+
+/// The job asked to read again from its durable positions ([`pulsar_connect::connector_api::Rewind`]):
+/// this process becomes a fresh run of the same command line (without `--fresh`). `exec` keeps the pid,
+/// the log and whatever supervises the process, and closes every broker connection, so the broker
+/// dispatches from the subscriptions' cursors to the new consumers.
+fn restart(e: &anyhow::Error) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let count = std::env::var("PULSAR_CONNECT_RESTARTS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+        + 1;
+    warn!(restart = count, "restarting the job: {e:#}");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(err) => {
+            eprintln!("error: restarting the job: the program's path: {err}");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
+    let args: Vec<std::ffi::OsString> = std::env::args_os()
+        .skip(1)
+        .filter(|a| a != "--fresh")
+        .collect();
+    let err = std::process::Command::new(exe)
+        .args(args)
+        .env("PULSAR_CONNECT_RESTARTS", count.to_string())
+        .exec();
+    eprintln!("error: restarting the job: {err}");
+    ExitCode::from(EXIT_RUNTIME)
 }
 
 /// Loads a job file, printing every error (exit code 2 when it is invalid).

@@ -235,6 +235,110 @@ impl CopyJob {
         std::fs::write(&self.job, lines.join("\n")).unwrap();
     }
 
+    /// Replaces `from` by `to` in the job file (for the next runs).
+    pub fn edit_job(&self, from: &str, to: &str) {
+        let text = std::fs::read_to_string(&self.job).unwrap();
+        assert!(text.contains(from), "the job has no {from:?}");
+        std::fs::write(&self.job, text.replace(from, to)).unwrap();
+    }
+
+    /// Starts a run and SIGKILLs it as soon as its subscription exists (before its first checkpoint
+    /// committed much); returns the subscription's name.
+    pub async fn subscribe_then_crash(&self) -> Result<String> {
+        let mut child = self.spawn();
+        let path = self
+            .input
+            .strip_prefix("persistent://")
+            .unwrap_or(&self.input);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let subscription = loop {
+            if Instant::now() > deadline {
+                child.kill().ok();
+                child.wait().ok();
+                panic!("no subscription; log:\n{}", self.log_text());
+            }
+            // On a just-started broker the first run can fail before the transaction coordinator is
+            // loaded: restart it, as a supervisor would.
+            if child.try_wait()?.is_some() {
+                child = self.spawn();
+            }
+            // Not there yet (or the topic's stats not ready): ask again.
+            let stats: serde_json::Value = self
+                .broker
+                .admin("GET", &format!("/admin/v2/persistent/{path}/stats"), None)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+            if let Some(s) = stats["subscriptions"]
+                .as_object()
+                .and_then(|s| s.keys().find(|k| k.starts_with("pulsar-connect")).cloned())
+            {
+                break s;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        child.kill().ok(); // SIGKILL
+        child.wait()?;
+        Ok(subscription)
+    }
+
+    /// What a run that died between its sink's acknowledgement and its commit leaves behind, made with
+    /// the official protocol: a transaction (timing out after `timeout`) that acknowledges the next 100
+    /// inputs on `subscription` — cumulatively, or entry by entry when the subscription is not Exclusive —
+    /// and holds a bogus output row (`seq` 4 000 000 000), never committed.
+    pub async fn leave_open_transaction(
+        &self,
+        subscription: &str,
+        kind: magnetar::proto::pb::command_subscribe::SubType,
+        timeout: Duration,
+    ) -> Result<()> {
+        use magnetar::proto::pb::command_subscribe::SubType;
+        let client = self.broker.client().await?;
+        let consumer = client
+            .consumer(&self.input)
+            .subscription(subscription)
+            .subscription_type(kind)
+            .subscribe()
+            .await?;
+        let mut entries: Vec<magnetar::MessageId> = Vec::new();
+        for _ in 0..100 {
+            let m = tokio::time::timeout(Duration::from_secs(20), consumer.receive()).await??;
+            let entry = magnetar::MessageId {
+                batch_index: -1,
+                batch_size: -1,
+                ..m.message_id
+            };
+            if entries.last() != Some(&entry) {
+                entries.push(entry);
+            }
+        }
+        let txn = client.new_transaction(timeout).await?;
+        client
+            .register_subscription_to_transaction(txn, self.input.clone(), subscription.to_owned())
+            .await?;
+        client
+            .register_partition_to_transaction(txn, self.output.clone())
+            .await?;
+        if kind == SubType::Exclusive {
+            let last = *entries.last().expect("received");
+            consumer.ack_cumulative_with_txn(last, txn.id()).await?;
+        } else {
+            consumer.ack_batch_with_txn(entries, txn.id()).await?;
+        }
+        let producer = client.producer(&self.output).create().await?;
+        producer
+            .send(
+                OutgoingMessage::with_payload(br#"{"seq":4000000000,"payload":"stale"}"#.to_vec())
+                    .txn(txn.id())
+                    .into(),
+            )
+            .await?;
+        producer.close().await?;
+        consumer.close().await?;
+        client.close().await;
+        Ok(())
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

@@ -67,84 +67,10 @@ async fn a_stale_transaction_of_a_crashed_run_is_aborted_at_start() -> Result<()
     let mut job = CopyJob::new("exactly-once").await?;
     job.stateless = true;
     // A first run subscribes, then dies (before its first checkpoint commits much).
-    let mut child = job.spawn();
-    let path = job
-        .input
-        .strip_prefix("persistent://")
-        .unwrap_or(&job.input);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let subscription = loop {
-        if std::time::Instant::now() > deadline {
-            child.kill().ok();
-            child.wait().ok();
-            panic!("no subscription; log:\n{}", job.log_text());
-        }
-        // On a just-started broker the first run can fail before the transaction coordinator is
-        // loaded: restart it, as a supervisor would.
-        if child.try_wait()?.is_some() {
-            child = job.spawn();
-        }
-        // Not there yet (or the topic's stats not ready): ask again.
-        let stats: serde_json::Value = job
-            .broker
-            .admin("GET", &format!("/admin/v2/persistent/{path}/stats"), None)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
-        if let Some(s) = stats["subscriptions"]
-            .as_object()
-            .and_then(|s| s.keys().find(|k| k.starts_with("pulsar-connect")).cloned())
-        {
-            break s;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    child.kill().ok(); // SIGKILL
-    child.wait()?;
+    let subscription = job.subscribe_then_crash().await?;
     // The "crashed" transaction: the next 100 inputs acknowledged, a bogus row written, no commit.
-    let client = job.broker.client().await?;
-    let consumer = client
-        .consumer(&job.input)
-        .subscription(&subscription)
-        .subscription_type(SubType::Exclusive)
-        .subscribe()
+    job.leave_open_transaction(&subscription, SubType::Exclusive, Duration::from_secs(120))
         .await?;
-    let mut last = None;
-    for _ in 0..100 {
-        let m = tokio::time::timeout(Duration::from_secs(20), consumer.receive()).await??;
-        last = Some(m.message_id);
-    }
-    let txn = client.new_transaction(Duration::from_secs(120)).await?;
-    client
-        .register_subscription_to_transaction(txn, job.input.clone(), subscription.clone())
-        .await?;
-    client
-        .register_partition_to_transaction(txn, job.output.clone())
-        .await?;
-    let last = last.expect("received");
-    consumer
-        .ack_cumulative_with_txn(
-            magnetar::MessageId {
-                batch_index: -1,
-                batch_size: -1,
-                ..last
-            },
-            txn.id(),
-        )
-        .await?;
-    let producer = client.producer(&job.output).create().await?;
-    producer
-        .send(
-            magnetar::OutgoingMessage::with_payload(
-                br#"{"seq":4000000000,"payload":"stale"}"#.to_vec(),
-            )
-            .txn(txn.id())
-            .into(),
-        )
-        .await?;
-    producer.close().await?;
-    consumer.close().await?;
-    client.close().await;
 
     let mut restarts = 0;
     let (counts, warnings) = job.finish(job.spawn(), &mut restarts).await?;

@@ -3,7 +3,7 @@
 //! others, which resume at the subscription's cursor; a process that joins later takes partitions over.
 //! At-least-once: at the end the output holds every input row (rows the killed process read after its
 //! last completed checkpoint are read again by the new owner: 3 333 duplicates in one of five runs).
-//! Every process's log shows the splits it owned. Needs the broker, the built plugins and the release
+//! Exactly-once: every input row once in the output. Every process's log shows the splits it owned. Needs the broker, the built plugins and the release
 //! binary (`cargo xtask test`).
 
 use std::path::Path;
@@ -14,7 +14,10 @@ use anyhow::{Result, bail};
 use magnetar::OutgoingMessage;
 use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 
-use super::exactly_once::copy_job::{read_output, spawn};
+use pulsar_connect::pulsar::reader::{DataLossPolicy, SplitReader, StartPosition};
+use pulsar_connect::pulsar::topics::{Split, TopicName};
+
+use super::exactly_once::copy_job::{CopyJob, N, assert_exactly_once, read_output, spawn};
 
 const PARTITIONS: u32 = 6;
 const PER_PHASE: u64 = 10_000;
@@ -76,6 +79,21 @@ async fn wait_owning(log: &Path, what: &str) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_processes_share_partitions_survive_a_kill_and_take_in_a_newcomer() -> Result<()> {
+    three_processes_a_kill_and_a_newcomer("at-least-once").await
+}
+
+/// The same exactly-once: the messages are acknowledged one by one inside the sink's transactions; a
+/// partition moving while two processes hold its messages makes one acknowledgement conflict and that
+/// process read again from the cursor (it restarts itself); the killed process's open transaction
+/// releases its messages at its 10 s timeout and the new owner's reader asks for them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_processes_copy_every_row_exactly_once_through_a_kill_and_a_newcomer() -> Result<()>
+{
+    three_processes_a_kill_and_a_newcomer("exactly-once").await
+}
+
+async fn three_processes_a_kill_and_a_newcomer(semantic: &str) -> Result<()> {
+    let exactly_once = semantic == "exactly-once";
     let broker = TestBroker::get();
     let input = unique_topic("failover-in");
     let output = unique_topic("failover-out");
@@ -87,11 +105,13 @@ async fn failover_processes_share_partitions_survive_a_kill_and_take_in_a_newcom
         format!(
             "SET 'pipeline.name' = 'failover-{}';
 SET 'execution.checkpointing.interval' = '300ms';
+SET 'execution.checkpointing.timeout' = '3s';
 CREATE TABLE src (seq BIGINT, payload STRING) WITH (
   'connector' = 'pulsar', 'topic' = '{input}', 'service-url' = '{su}', 'admin-url' = '{au}',
   'format' = 'json', 'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover');
 CREATE TABLE dst (seq BIGINT, payload STRING) WITH (
-  'connector' = 'pulsar', 'topic' = '{output}', 'service-url' = '{su}', 'format' = 'json');
+  'connector' = 'pulsar', 'topic' = '{output}', 'service-url' = '{su}', 'format' = 'json',
+  'sink.semantic' = '{semantic}', 'transaction-timeout' = '10s', 'max-block-time-ms' = '3000');
 INSERT INTO dst SELECT seq, payload FROM src;",
             now_ms(),
             su = broker.service_url,
@@ -108,20 +128,34 @@ INSERT INTO dst SELECT seq, payload FROM src;",
     for (i, (_, log)) in procs.iter().enumerate() {
         wait_owning(log, &format!("process {i}")).await?;
     }
-    produce(&broker, &input, 0, PER_PHASE).await?;
+    // Rows arrive all along (500 every 100 ms or so): the kill and the newcomer both come while the
+    // processes hold rows no checkpoint committed yet.
+    let total = 3 * PER_PHASE;
+    let feeder = {
+        let input = input.clone();
+        tokio::spawn(async move {
+            let broker = TestBroker::get();
+            let mut from = 0;
+            while from < total {
+                let to = (from + 500).min(total);
+                produce(&broker, &input, from, to).await?;
+                from = to;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            anyhow::Ok(())
+        })
+    };
     // SIGKILL the second process while it copies (rows after its last completed checkpoint are read
     // again by the process its partitions move to).
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     procs[1].0.kill()?;
     procs[1].0.wait()?;
-    produce(&broker, &input, PER_PHASE, 2 * PER_PHASE).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     // A newcomer takes partitions over.
     procs.push(start("d"));
     wait_owning(&procs[3].1, "the process started last").await?;
-    produce(&broker, &input, 2 * PER_PHASE, 3 * PER_PHASE).await?;
+    feeder.await??;
 
-    let total = 3 * PER_PHASE;
     let counts = read_output(&broker, &output, total as usize).await?;
     let logs: Vec<(usize, String)> = procs
         .iter()
@@ -140,13 +174,16 @@ INSERT INTO dst SELECT seq, payload FROM src;",
     let strays: Vec<u64> = counts.keys().copied().filter(|s| *s >= total).collect();
     let duplicates: usize = counts.values().map(|c| c - 1).sum();
     eprintln!(
-        "failover: {} distinct rows of {total}, {duplicates} duplicate writes; most splits owned per process: {:?}",
+        "failover ({semantic}): {} distinct rows of {total}, {duplicates} duplicate writes; most splits owned per process: {:?}; restarts: {}",
         counts.len(),
-        logs.iter().map(|(n, _)| *n).collect::<Vec<_>>()
+        logs.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        logs.iter()
+            .map(|(_, l)| l.matches("restarting the job").count())
+            .sum::<usize>()
     );
     assert!(
-        lost.is_empty() && strays.is_empty(),
-        "{} rows missing from the output (first 20: {:?}), {} not in the input; logs:\n{}",
+        lost.is_empty() && strays.is_empty() && (!exactly_once || duplicates == 0),
+        "{} rows missing from the output (first 20: {:?}), {} not in the input, {duplicates} written twice; logs:\n{}",
         lost.len(),
         lost.iter().take(20).collect::<Vec<_>>(),
         strays.len(),
@@ -162,5 +199,164 @@ INSERT INTO dst SELECT seq, payload FROM src;",
             "process {i} logged an error:\n{log}"
         );
     }
+    Ok(())
+}
+
+/// A process that died between its acknowledgements (inside its transaction) and the commit: the
+/// broker holds those messages until the transaction times out, then releases them — but does not send
+/// them on its own to the partition's active consumer, which has read past them. The active reader asks
+/// for what is not acknowledged again every `transaction-timeout`: every row once in the output, the
+/// dead process's row never.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_a_crashed_process_held_in_its_transaction_are_read_once_it_times_out()
+-> Result<()> {
+    use magnetar::proto::pb::command_subscribe::SubType;
+    let mut job = CopyJob::new("exactly-once").await?;
+    job.stateless = true;
+    job.edit_job(
+        "'scan.startup.mode' = 'earliest'",
+        "'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover'",
+    );
+    job.edit_job(
+        "'transaction-timeout' = '20s'",
+        "'transaction-timeout' = '15s'",
+    );
+    let subscription = job.subscribe_then_crash().await?;
+    job.leave_open_transaction(&subscription, SubType::Failover, Duration::from_secs(5))
+        .await?;
+    let mut restarts = 0;
+    let (counts, warnings) = job.finish(job.spawn(), &mut restarts).await?;
+    assert!(
+        !counts.contains_key(&4_000_000_000),
+        "the crashed transaction's row is visible"
+    );
+    assert_exactly_once(&counts, &warnings);
+    Ok(())
+}
+
+/// Two processes holding the same messages (the broker moved the partition between them): made here on
+/// purpose. The job reads the whole input; before its first checkpoint another consumer of the
+/// subscription acknowledges every input message inside its own transaction. The job's acknowledgement
+/// at the checkpoint conflicts, so its transaction is aborted (none of its rows become visible) and it
+/// restarts itself to read again from the cursor; once the other transaction is aborted too, the job
+/// copies every row, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflicting_acknowledgement_aborts_the_transaction_and_restarts_the_job() -> Result<()> {
+    let mut job = CopyJob::new("exactly-once").await?;
+    job.stateless = true;
+    job.edit_job(
+        "'scan.startup.mode' = 'earliest'",
+        "'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover'",
+    );
+    // The first checkpoint comes 8 s after the start: time to acknowledge the input elsewhere first.
+    job.edit_job(
+        "SET 'execution.checkpointing.interval' = '300ms'",
+        "SET 'execution.checkpointing.interval' = '8s'",
+    );
+    let entries: Vec<magnetar::MessageId> = {
+        let mut ids = Vec::new();
+        let client = job.broker.client().await?;
+        let mut reader = SplitReader::open(
+            &client,
+            Split {
+                topic: TopicName::parse(&job.input)?,
+                partition: -1,
+            },
+            &format!("ids-{}", now_ms()),
+            StartPosition::Earliest,
+            DataLossPolicy::Fail,
+        )
+        .await?;
+        let mut seen = 0;
+        while seen < N as usize {
+            let batch = reader.next_batch(1000, Duration::from_secs(10)).await?;
+            anyhow::ensure!(!batch.is_empty(), "the input ended after {seen} messages");
+            seen += batch.len();
+            for m in batch {
+                let entry = magnetar::MessageId {
+                    batch_index: -1,
+                    batch_size: -1,
+                    ..m.message_id
+                };
+                if ids.last() != Some(&entry) {
+                    ids.push(entry);
+                }
+            }
+        }
+        reader.close().await.ok();
+        client.close().await;
+        ids
+    };
+    let mut child = job.spawn();
+    if let Err(e) = acknowledge_elsewhere_until_it_restarts(&job, entries).await {
+        child.kill().ok();
+        child.wait().ok();
+        return Err(e);
+    }
+    let mut restarts = 0;
+    let (counts, warnings) = job.finish(child, &mut restarts).await?;
+    let text = job.log_text();
+    assert!(
+        text.contains("another consumer of the subscription holds them"),
+        "the restart names the conflict; log:\n{text}"
+    );
+    assert_exactly_once(&counts, &warnings);
+    Ok(())
+}
+
+/// While the job holds the input (read, not acknowledged), another consumer of its subscription
+/// acknowledges every entry in its own transaction; once the job restarted, that transaction is aborted.
+async fn acknowledge_elsewhere_until_it_restarts(
+    job: &CopyJob,
+    entries: Vec<magnetar::MessageId>,
+) -> Result<()> {
+    use magnetar::proto::pb::command_subscribe::SubType;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !job
+        .log_text()
+        .contains("this process now reads 1 of the 1 splits")
+    {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the job never read:\n{}",
+            job.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The job has read (20 000 rows take well under a second) but not acknowledged yet.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let subscription = job
+        .log_text()
+        .split("subscription=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .map(str::to_owned)
+        .expect("the log names the subscription");
+    let client = job.broker.client().await?;
+    let other = client
+        .consumer(&job.input)
+        .subscription(&subscription)
+        .subscription_type(SubType::Failover)
+        .name("zz-another-process")
+        .subscribe()
+        .await?;
+    let txn = client.new_transaction(Duration::from_secs(120)).await?;
+    client
+        .register_subscription_to_transaction(txn, job.input.clone(), subscription.clone())
+        .await?;
+    other.ack_batch_with_txn(entries, txn.id()).await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !job.log_text().contains("restarting the job") {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the job did not restart:\n{}",
+            job.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The other process gives its messages back.
+    client.abort_transaction(txn).await?;
+    other.close().await?;
+    client.close().await;
     Ok(())
 }

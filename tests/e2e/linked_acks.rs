@@ -62,7 +62,7 @@ async fn a_checkpoint_acknowledges_only_rows_returned_before_its_barrier() -> Re
         .link
         .get::<TxnAcks>()
         .expect("a source with an admin-url offers its acknowledgements");
-    acks.claim();
+    acks.claim(Duration::from_secs(60));
     acks.set_recovered(Ok(()));
 
     // Polls cut short at varying points (as a barrier cuts them), a checkpoint after each.

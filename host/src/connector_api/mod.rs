@@ -33,6 +33,19 @@ pub use sink::Sink;
 pub use source::{Source, SourcePoll};
 pub use table::{CatalogTable, column_field};
 
+/// A failure after which the job must read again from its sources' durable positions rather than go on
+/// (a source or sink returns it inside its error). The runner restarts the job from its last checkpoint
+/// instead of ending it: e.g. an exactly-once sink whose acknowledgement of the input conflicted with
+/// another process's, after the broker moved a partition between them (ADR 0014).
+#[derive(Debug, thiserror::Error)]
+#[error("{0} (the job restarts from its last checkpoint)")]
+pub struct Rewind(pub String);
+
+/// Whether `e` (or an error it wraps) asks for a [`Rewind`].
+pub fn needs_rewind(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<Rewind>())
+}
+
 /// A metadata key a connector exposes (`col TYPE METADATA FROM 'key'`).
 #[derive(Debug, Clone)]
 pub struct MetadataDecl {
@@ -156,5 +169,20 @@ impl Registry {
             ));
             m
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rewind_is_found_under_the_contexts_the_tasks_add() {
+        let e = anyhow::Error::from(Rewind("acknowledging 1:2 conflicted".into()))
+            .context("sink 'dst'")
+            .context("pipeline 0");
+        assert!(needs_rewind(&e));
+        assert!(format!("{e:#}").contains("the job restarts from its last checkpoint"));
+        assert!(!needs_rewind(&anyhow::anyhow!("sink 'dst': broken")));
     }
 }

@@ -17,6 +17,9 @@ pub enum Failure {
     /// another state (`TransactionNotFound`, `InvalidTxnStatus`, a timed-out transaction). Its outcome is
     /// unknown to this call; the caller decides from its own records.
     TransactionGone,
+    /// An acknowledgement inside a transaction that another transaction holds (pending) or that was
+    /// acknowledged already (`TransactionConflict`): another consumer of the subscription had the message.
+    TransactionConflict,
     /// Anything else.
     Other,
 }
@@ -38,6 +41,7 @@ pub fn classify_client(e: &ClientError) -> Failure {
                 Ok(ServerError::TransactionNotFound | ServerError::InvalidTxnStatus) => {
                     Failure::TransactionGone
                 }
+                Ok(ServerError::TransactionConflict) => Failure::TransactionConflict,
                 _ => classify_text(message),
             }
         }
@@ -50,6 +54,8 @@ fn classify_text(text: &str) -> Failure {
     let lower = text.to_ascii_lowercase();
     if lower.contains("incompatibleschema") || lower.contains("incompatible schema") {
         Failure::IncompatibleSchema
+    } else if lower.contains("transactionconflict") {
+        Failure::TransactionConflict
     } else if lower.contains("not found")
         || lower.contains("invalid txn status")
         || lower.contains("aborted")
@@ -76,6 +82,11 @@ mod tests {
             message: "x".into(),
         };
         assert_eq!(classify_client(&gone), Failure::TransactionGone);
+        let conflict = ClientError::Broker {
+            code: ServerError::TransactionConflict as i32,
+            message: "try to ack message:3:4 in pending ack status.".into(),
+        };
+        assert_eq!(classify_client(&conflict), Failure::TransactionConflict);
         let other = ClientError::Broker {
             code: ServerError::ServiceNotReady as i32,
             message: "not ready".into(),

@@ -267,6 +267,12 @@ pub struct SplitReader {
     kind: SubscriptionKind,
     /// The received members of an entry not yet complete (held back when `whole_entries`).
     carry: Vec<IncomingMessage>,
+    /// A Failover subscription whose messages are acknowledged one by one inside transactions (linked to
+    /// an exactly-once sink): the entries handed out and not yet [`Self::forget`]-ten. The broker
+    /// dispatches again, behind later messages, whatever is not acknowledged when asked to
+    /// ([`Self::rewind`]) — a crashed process's timed-out transaction releases its messages that way —
+    /// so instead of a position floor, an entry handed out once is dropped when it comes again.
+    seen: Option<std::collections::HashSet<(u64, u64)>>,
 }
 
 impl SplitReader {
@@ -400,14 +406,45 @@ impl SplitReader {
             whole_entries: kind.dispatches_messages(),
             carry: Vec::new(),
             kind,
+            seen: None,
         })
     }
 
     /// Hands out whole entries only: the members of a batch that has not been received completely are held
     /// back until it has, so every position handed out is the end of an entry and a cumulative ack
     /// through it covers exactly what was handed out (the source's acknowledgements inside a transaction).
+    ///
+    /// With a Failover subscription the entries are acknowledged one by one, and an entry handed out
+    /// once is not handed out again (see [`Self::rewind`]).
     pub fn whole_entries(&mut self) {
         self.whole_entries = true;
+        if self.kind == SubscriptionKind::Failover {
+            self.seen = Some(std::collections::HashSet::new());
+        }
+    }
+
+    /// Whether the entries handed out are acknowledged one by one (messages dispatched to several
+    /// consumers, or a linked Failover subscription).
+    pub fn acks_individually(&self) -> bool {
+        self.kind.dispatches_messages() || self.seen.is_some()
+    }
+
+    /// Asks the broker to dispatch again, from the subscription's cursor, every message that is neither
+    /// acknowledged nor held by an open transaction (messages a timed-out transaction released are not
+    /// sent again on their own to the active consumer of a Failover subscription, which has read past
+    /// them). Entries handed out before are dropped when they come again.
+    pub fn rewind(&self) {
+        self.consumer.redeliver_unacked();
+    }
+
+    /// `entries` are acknowledged for good (their transaction committed a checkpoint ago): the broker
+    /// will not send them again, so they need not be remembered.
+    pub fn forget(&mut self, entries: &[MessageId]) {
+        if let Some(seen) = &mut self.seen {
+            for id in entries {
+                seen.remove(&(id.ledger_id, id.entry_id));
+            }
+        }
     }
 
     /// Whether the broker made this consumer the active one of its Failover subscription; `None` before
@@ -458,7 +495,19 @@ impl SplitReader {
         .max_by(compare_positions);
         let before = batch.len();
         let dispatched = self.kind.dispatches_messages();
+        let member = |id: &MessageId| (id.ledger_id, id.entry_id, id.batch_index);
+        // Members received and not handed out: the entry held back, then this batch.
+        let mut fresh: std::collections::HashSet<(u64, u64, i32)> = match &self.seen {
+            Some(_) => self.carry.iter().map(|m| member(&m.message_id)).collect(),
+            None => Default::default(),
+        };
+        let seen = &self.seen;
         batch.retain(|m| {
+            if let Some(seen) = seen {
+                // An entry handed out already, or a second copy of a member not handed out yet.
+                let id = &m.message_id;
+                return !seen.contains(&(id.ledger_id, id.entry_id)) && fresh.insert(member(id));
+            }
             if dispatched {
                 return true;
             }
@@ -492,6 +541,13 @@ impl SplitReader {
                     .map_or(0, |i| i + 1);
                 self.carry = batch.split_off(first_of_entry);
             }
+        }
+        if let Some(seen) = &mut self.seen {
+            seen.extend(
+                batch
+                    .iter()
+                    .map(|m| (m.message_id.ledger_id, m.message_id.entry_id)),
+            );
         }
         for m in &batch {
             let id = m.message_id;
@@ -559,6 +615,10 @@ impl SplitSet {
 
     pub fn readers(&self) -> &[SplitReader] {
         &self.readers
+    }
+
+    pub fn readers_mut(&mut self) -> &mut [SplitReader] {
+        &mut self.readers
     }
 
     /// Whether some split has received messages that [`Self::next_batch`] would return without waiting.

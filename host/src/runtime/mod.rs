@@ -238,7 +238,7 @@ impl Driver<'_> {
                 ev = events.recv() => {
                     let Some(ev) = ev else { return Err(anyhow!("all pipeline tasks ended unexpectedly")) };
                     match ev {
-                        Event::Failed(msg) => return Err(anyhow!(msg)),
+                        Event::Failed(e) => return Err(e),
                         Event::Exhausted(i) => {
                             let was_stopping = self.coordinator.is_stopping();
                             let next = self.coordinator.exhausted(i, Instant::now());
@@ -317,7 +317,7 @@ async fn early_end(events: &mut mpsc::Receiver<Event>) -> anyhow::Error {
     loop {
         tokio::select! {
             e = events.recv() => match e {
-                Some(Event::Failed(msg)) => return anyhow!(msg),
+                Some(Event::Failed(e)) => return e,
                 Some(_) => continue,
                 None => break,
             },

@@ -54,7 +54,8 @@ pub(super) enum Event {
     },
     Exhausted(usize),
     Finished(usize),
-    Failed(String),
+    /// A task's error, with its cause chain (a [`crate::connector_api::Rewind`] in it restarts the job).
+    Failed(anyhow::Error),
 }
 
 /// How many of a pipeline's sink subtasks have opened: its source subtasks read only once all did (an
@@ -68,7 +69,7 @@ pub(super) async fn report(
     fut: impl std::future::Future<Output = Result<()>>,
 ) {
     if let Err(e) = fut.await {
-        let _ = ev.send(Event::Failed(format!("{what}: {e:#}"))).await;
+        let _ = ev.send(Event::Failed(e.context(what))).await;
     }
 }
 

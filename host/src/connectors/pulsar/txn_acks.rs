@@ -15,10 +15,13 @@
 //!    it reaches the sink every row up to those positions has been sent in the current transaction, and
 //!    the sink acknowledges the positions cumulatively *in that transaction* before it pre-commits.
 //!    Committing the transaction then publishes the rows and moves the cursor at once.
-//! 4. With a `Shared` or `Key_Shared` subscription (several processes, messages dispatched one by one)
-//!    the source publishes the entries it emitted instead ([`SplitAck::entries`]) and the sink
-//!    acknowledges them individually in the transaction; nothing of crashed runs is aborted at start
-//!    (another live process may own it): their transactions time out and release the messages.
+//! 4. With a `Shared`, `Key_Shared` or `Failover` subscription (several processes) the source publishes
+//!    the entries it emitted instead ([`SplitAck::entries`]) and the sink acknowledges them individually
+//!    in the transaction; nothing of crashed runs is aborted at start (another live process may own it):
+//!    their transactions time out and release the messages. With `Failover`, a partition that moved
+//!    while two processes had its messages makes the second acknowledgement conflict: that process reads
+//!    again from the cursor ([`crate::connector_api::Rewind`]), and an active reader asks the broker to
+//!    dispatch again, every `transaction-timeout`, what timed-out transactions released (ADR 0014).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -45,19 +48,13 @@ pub struct SplitAck {
     pub entries: Vec<MessageId>,
 }
 
-/// Offered by a Pulsar source whose subscription several processes share (`subscription-type` other than
-/// `Exclusive`) instead of [`TxnAcks`]: its positions live in the subscription's cursor, which an
-/// exactly-once sink cannot commit together with its transactions yet, so such a sink refuses the pipeline.
-#[derive(Debug)]
-pub struct SharedSubscriptionSource {
-    pub table: String,
-    pub kind: &'static str,
-}
-
 /// The hand-off between one pipeline's Pulsar source and its exactly-once Pulsar sink.
 #[derive(Debug)]
 pub struct TxnAcks {
     claimed: AtomicBool,
+    /// The claiming sink's `transaction-timeout`: when a crashed process's transactions release their
+    /// messages at the latest.
+    txn_timeout: Mutex<Option<std::time::Duration>>,
     recovered: watch::Sender<Option<Result<(), String>>>,
     /// Per checkpoint id: what the source had emitted when it took that checkpoint.
     positions: Mutex<BTreeMap<u64, Vec<SplitAck>>>,
@@ -67,6 +64,7 @@ impl Default for TxnAcks {
     fn default() -> Self {
         TxnAcks {
             claimed: AtomicBool::new(false),
+            txn_timeout: Mutex::new(None),
             recovered: watch::channel(None).0,
             positions: Mutex::new(BTreeMap::new()),
         }
@@ -74,9 +72,15 @@ impl Default for TxnAcks {
 }
 
 impl TxnAcks {
-    /// The sink takes over the source's acknowledgements.
-    pub fn claim(&self) {
+    /// The sink takes over the source's acknowledgements; its transactions time out after `txn_timeout`.
+    pub fn claim(&self, txn_timeout: std::time::Duration) {
+        *self.txn_timeout.lock().unwrap_or_else(|e| e.into_inner()) = Some(txn_timeout);
         self.claimed.store(true, Ordering::SeqCst);
+    }
+
+    /// The claiming sink's transaction timeout.
+    pub fn txn_timeout(&self) -> Option<std::time::Duration> {
+        *self.txn_timeout.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn is_claimed(&self) -> bool {

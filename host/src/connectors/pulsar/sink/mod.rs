@@ -19,7 +19,7 @@ use tracing::{error, info, warn};
 
 use super::config::PulsarTableConfig;
 pub use super::config::Semantic;
-use super::txn_acks::{SharedSubscriptionSource, TxnAcks};
+use super::txn_acks::TxnAcks;
 use crate::connector_api::{PipelineContext, Sink};
 use crate::plugins::PulsarSchema;
 use crate::plugins::catalog::PluginCatalog;
@@ -70,8 +70,6 @@ pub struct PulsarSink {
     subtask: crate::connector_api::Subtask,
     /// Exactly-once with a linked Pulsar source: its acknowledgements go into the transactions.
     txn_acks: Option<Arc<TxnAcks>>,
-    /// Why this sink cannot serve its pipeline ([`Sink::check_pipeline`]).
-    refused: Option<String>,
 }
 
 impl PulsarSink {
@@ -87,7 +85,6 @@ impl PulsarSink {
             recover: Vec::new(),
             subtask: crate::connector_api::Subtask::SOLE,
             txn_acks: None,
-            refused: None,
         }
     }
 
@@ -195,26 +192,11 @@ impl Sink for PulsarSink {
         self.dropped_metric = Some(ctx.sink_dropped.clone());
         self.subtask = ctx.subtask;
         if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce
-            && let Some(source) = ctx.link.get::<SharedSubscriptionSource>()
-        {
-            self.refused = Some(format!(
-                "table '{}': 'sink.semantic' = 'exactly-once' cannot be combined with source table '{}' reading through a '{}' subscription yet (a partition that moves to another process is read again from the cursor while the first process's transaction may still commit): use 'at-least-once', or 'subscription-type' = 'Exclusive', 'Shared' or 'Key_Shared' on '{}'",
-                self.spec.cfg.table, source.table, source.kind, source.table
-            ));
-        }
-        if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce
             && let Some(acks) = ctx.link.get::<TxnAcks>()
         {
-            acks.claim();
+            acks.claim(self.spec.cfg.sink.txn_timeout);
             info!(table = %self.spec.cfg.table, "the Pulsar source's acknowledgements go into this sink's transactions");
             self.txn_acks = Some(acks);
-        }
-    }
-
-    fn check_pipeline(&self) -> Result<()> {
-        match &self.refused {
-            Some(reason) => Err(anyhow!("{reason}")),
-            None => Ok(()),
         }
     }
 

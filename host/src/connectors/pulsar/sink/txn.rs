@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use super::PulsarSink;
+use crate::connector_api::Rewind;
 use crate::connectors::pulsar::txn_acks::TxnAcks;
+use crate::pulsar::errors::{Failure, classify_client};
 use crate::pulsar::transactions::{EndOutcome, TxnCoordinator, TxnRef};
 
 /// Exactly-once state in a checkpoint: the transaction holding the rows of the checkpoint (committed when
@@ -62,26 +64,35 @@ impl PulsarSink {
                         p.topic
                     )
                 })?;
-            // Individually with a subscription dispatching to several consumers, else cumulatively.
-            let acked: Result<(), String> = if p.entries.is_empty() {
+            // Individually with a subscription dispatching to several consumers (or moving partitions
+            // between processes), else cumulatively.
+            let acked = if p.entries.is_empty() {
                 p.consumer
                     .ack_cumulative_with_txn(p.through, txn.id())
                     .await
-                    .map_err(|e| e.to_string())
             } else {
                 p.consumer
                     .ack_batch_with_txn(p.entries.clone(), txn.id())
                     .await
-                    .map_err(|e| e.to_string())
             };
-            acked.map_err(|e| {
-                anyhow!(
+            if let Err(e) = acked {
+                let what = format!(
                     "table '{table}': acknowledging {} of {} in transaction {}: {e}",
                     crate::pulsar::message_id::format_message_id(&p.through),
                     p.topic,
                     TxnRef(txn.id())
-                )
-            })?;
+                );
+                // Another process's transaction holds (or committed) some of these messages: the broker
+                // moved the partition while both had them. This transaction must not commit (the sink
+                // task aborts it); reading again from the cursor gives every message to one process.
+                if classify_client(&e) == Failure::TransactionConflict {
+                    return Err(Rewind(format!(
+                        "{what}: another consumer of the subscription holds them (the partition moved)"
+                    ))
+                    .into());
+                }
+                return Err(anyhow!(what));
+            }
         }
         Ok(())
     }

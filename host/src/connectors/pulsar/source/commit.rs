@@ -23,10 +23,10 @@ impl PulsarSource {
             return;
         };
         let mut batch = Vec::new();
-        let dispatched = self.spec.cfg.source.subscription_kind.dispatches_messages();
+        let mut listed = BTreeMap::new();
         for r in run.splits.readers() {
             let topic = r.key();
-            if dispatched {
+            if r.acks_individually() {
                 // One by one: the entries returned since the last checkpoint.
                 let Some(entries) = self.unacked.remove(&topic) else {
                     continue;
@@ -34,6 +34,7 @@ impl PulsarSource {
                 let Some(&through) = entries.last() else {
                     continue;
                 };
+                listed.insert(topic.clone(), entries.clone());
                 batch.push(SplitAck {
                     topic,
                     subscription: self.subscription.clone(),
@@ -62,6 +63,10 @@ impl PulsarSource {
             }
         }
         acks.publish(id, batch);
+        if !listed.is_empty() {
+            // Remembered until a later checkpoint completes (the reader then forgets them).
+            self.individual.push_back((id, listed));
+        }
     }
 
     /// Checkpoint `id` (and every snapshot before it) is durable: commit its positions to the job's
@@ -80,6 +85,7 @@ impl PulsarSource {
         };
         if self.linked().is_some() {
             // The sink's transaction carried the acknowledgements.
+            self.forget_committed(id);
             return Ok(());
         }
         if self.spec.cfg.source.subscription_kind.dispatches_messages() {
@@ -110,6 +116,25 @@ impl PulsarSource {
             }
         }
         Ok(())
+    }
+
+    /// Linked, acknowledging one by one: the entries of checkpoints before `id` are committed for good
+    /// (one checkpoint of slack for a copy the broker dispatched just before their acknowledgement), so
+    /// the readers need not remember them.
+    fn forget_committed(&mut self, id: u64) {
+        let Stage::Running(run) = &mut self.stage else {
+            return;
+        };
+        while self.individual.front().is_some_and(|(sid, _)| *sid < id) {
+            let Some((_, per_split)) = self.individual.pop_front() else {
+                break;
+            };
+            for r in run.splits.readers_mut() {
+                if let Some(entries) = per_split.get(&r.key()) {
+                    r.forget(entries);
+                }
+            }
+        }
     }
 
     /// A subscription dispatching to several consumers: acknowledges, one by one, the entries returned

@@ -82,13 +82,11 @@ pub(super) async fn connect(
             .await
             .with_context(|| format!("table '{}': before reading", cfg.table))?;
     }
-    // (Shared / Key_Shared: other live processes own open transactions on the subscription; a crashed
-    // run's transactions time out and release their messages. Every start is at the cursor anyway.)
-    if let (Some(_), Some(url), false) = (
-        &linked,
-        &cfg.admin_url,
-        cfg.source.subscription_kind.dispatches_messages(),
-    ) {
+    // (Failover / Shared / Key_Shared: other live processes own open transactions on the subscription; a
+    // crashed run's transactions time out and release their messages. Every start is at the cursor anyway.)
+    if let (Some(_), Some(url), SubscriptionKind::Exclusive) =
+        (&linked, &cfg.admin_url, cfg.source.subscription_kind)
+    {
         abort_stale_transactions(cfg, url, &splits, &subscription).await?;
         for split in &splits {
             if subscription_exists(url, &cfg.client, split, &subscription).await? {

@@ -40,7 +40,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use super::config::{PulsarTableConfig, Startup};
-use super::txn_acks::{SharedSubscriptionSource, TxnAcks};
+use super::txn_acks::TxnAcks;
 use crate::connector_api::{PipelineContext, Source, SourcePoll, Subtask};
 use crate::plugins::catalog::PluginCatalog;
 use crate::pulsar::reader::{SplitCheckpoint, SplitReader, SplitSet, SubscriptionKind};
@@ -117,6 +117,9 @@ pub struct PulsarSource {
     owned_gauge: Option<prometheus::IntGauge>,
     /// Which of the INSERT's source subtasks this is (it reads the splits [`assign`] gives it).
     subtask: Subtask,
+    /// Linked through a Failover subscription: when the active readers next ask the broker to dispatch
+    /// again what timed-out transactions released ([`SplitReader::rewind`]).
+    next_rewind: Option<Instant>,
 }
 
 impl PulsarSource {
@@ -141,6 +144,7 @@ impl PulsarSource {
             owned: None,
             owned_gauge: None,
             subtask: Subtask::SOLE,
+            next_rewind: None,
         }
     }
 
@@ -185,6 +189,37 @@ impl PulsarSource {
     /// The acknowledgements go into the sink's transactions.
     fn linked(&self) -> Option<Arc<TxnAcks>> {
         self.txn_acks.clone().filter(|a| a.is_claimed())
+    }
+
+    /// Linked through a Failover subscription: a process that crashed (or a run that failed) left open
+    /// transactions holding acknowledgements of messages; when they time out the broker releases those
+    /// messages but does not send them to the partition's active consumer, which has read past them. So
+    /// every `transaction-timeout` the active readers ask for everything not acknowledged again (those
+    /// handed out already are dropped by the reader).
+    fn rewind_when_due(&mut self) {
+        if self.spec.cfg.source.subscription_kind != SubscriptionKind::Failover {
+            return;
+        }
+        let (Some(acks), Stage::Running(run)) = (self.linked(), &self.stage) else {
+            return;
+        };
+        let period = acks.txn_timeout().unwrap_or(Duration::from_secs(60));
+        let now = Instant::now();
+        let due = *self.next_rewind.get_or_insert(now + period);
+        if now < due {
+            return;
+        }
+        self.next_rewind = Some(now + period);
+        let active: Vec<&SplitReader> = run
+            .splits
+            .readers()
+            .iter()
+            .filter(|r| r.is_active() == Some(true))
+            .collect();
+        tracing::debug!(table = %self.spec.cfg.table, splits = active.len(), "asking the broker to dispatch again what no transaction acknowledged");
+        for r in active {
+            r.rewind();
+        }
     }
 
     async fn running(&mut self) -> Result<&mut Running> {
@@ -239,13 +274,10 @@ impl Source for PulsarSource {
         // Acknowledging inside a sink's transaction needs the admin API at start (finding the
         // transactions of crashed runs, the subscriptions that exist) and durable subscriptions (key
         // ranges are read through non-durable ones).
+        // With several processes on the subscription (Failover, Shared, Key_Shared) the cursor is the only
+        // position, so an exactly-once sink must always move it in its transactions.
         let kind = self.spec.cfg.source.subscription_kind;
-        if kind == SubscriptionKind::Failover {
-            ctx.link.offer(Arc::new(SharedSubscriptionSource {
-                table: self.spec.cfg.table.clone(),
-                kind: kind.name(),
-            }));
-        } else if kind.dispatches_messages()
+        if kind != SubscriptionKind::Exclusive
             || (self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none())
         {
             // Shared with the other source subtasks that feed the same sink subtask.
@@ -301,7 +333,7 @@ impl Source for PulsarSource {
             self.subtask,
         );
         self.track_ownership();
-        let list_entries = self.spec.cfg.source.subscription_kind.dispatches_messages();
+        self.rewind_when_due();
         let run = self.running().await?;
 
         // Splits found by discovery join the set.
@@ -334,6 +366,7 @@ impl Source for PulsarSource {
                 return Ok(SourcePoll::Batch(RecordBatch::new_empty(schema)));
             };
             let reader = &run.splits.readers()[i];
+            let list_entries = reader.acks_individually();
             let split = reader.split().clone();
             let key = reader.key();
             let position = reader.position();
