@@ -116,6 +116,32 @@ pub async fn read_payloads(
     Ok(out)
 }
 
+/// Loads both topics and the output's transaction buffer before several processes start on them: under
+/// load, Pulsar 4.0.7 fenced a fresh output topic when three transactional producers attached while its
+/// transaction buffer was still recovering (`Failed to change state of transaction buffer to Ready from
+/// NoSnapshot`). One aborted transactional message leaves nothing visible.
+pub async fn warm_up(broker: &TestBroker, input: &str, output: &str) -> Result<()> {
+    let client = broker.client().await?;
+    let producer = client.producer(input).create().await?;
+    producer.close().await?;
+    let producer = client.producer(output).create().await?;
+    let txn = client.new_transaction(Duration::from_secs(60)).await?;
+    client
+        .register_partition_to_transaction(txn, output)
+        .await?;
+    producer
+        .send(
+            OutgoingMessage::with_payload(b"warm-up (aborted)".to_vec())
+                .txn(txn.id())
+                .into(),
+        )
+        .await?;
+    client.abort_transaction(txn).await?;
+    producer.close().await?;
+    client.close().await;
+    Ok(())
+}
+
 /// Writes `N` sequence-numbered rows to a new input topic.
 pub async fn produce_input(broker: &TestBroker, input: &str) -> Result<()> {
     produce_rows(broker, input, (0..N).collect()).await

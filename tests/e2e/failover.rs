@@ -17,7 +17,7 @@ use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 use pulsar_connect::pulsar::reader::{DataLossPolicy, SplitReader, StartPosition};
 use pulsar_connect::pulsar::topics::{Split, TopicName};
 
-use super::exactly_once::copy_job::{CopyJob, N, assert_exactly_once, read_output, spawn};
+use super::exactly_once::copy_job::{CopyJob, N, assert_exactly_once, read_output, spawn, warm_up};
 
 const PARTITIONS: u32 = 6;
 const PER_PHASE: u64 = 10_000;
@@ -124,6 +124,7 @@ INSERT INTO dst SELECT seq, payload FROM src;",
         let state = tmp.path().join(format!("{name}-state"));
         (spawn(&job, Some(&state), &log), log)
     };
+    warm_up(&broker, &format!("{input}-partition-0"), &output).await?;
     let mut procs = vec![start("a"), start("b"), start("c")];
     for (i, (_, log)) in procs.iter().enumerate() {
         wait_owning(log, &format!("process {i}")).await?;

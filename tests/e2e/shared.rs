@@ -14,7 +14,7 @@ use anyhow::{Result, bail};
 use magnetar::OutgoingMessage;
 use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 
-use super::exactly_once::copy_job::{read_payloads, spawn};
+use super::exactly_once::copy_job::{read_payloads, spawn, warm_up};
 
 const KEYS: u64 = 30;
 
@@ -121,32 +121,6 @@ INSERT INTO dst SELECT seq, k, n FROM src;",
         (spawn(&self.job, Some(&state), &log), log)
     }
 
-    /// Loads both topics and the output's transaction buffer before the processes start: under load,
-    /// Pulsar 4.0.7 fenced a fresh output topic when three transactional producers attached while its
-    /// transaction buffer was still recovering (`Failed to change state of transaction buffer to Ready
-    /// from NoSnapshot`). One aborted transactional message leaves nothing visible.
-    async fn warm_up(&self) -> Result<()> {
-        let client = self.broker.client().await?;
-        let input = client.producer(&self.input).create().await?;
-        input.close().await?;
-        let producer = client.producer(&self.output).create().await?;
-        let txn = client.new_transaction(Duration::from_secs(60)).await?;
-        client
-            .register_partition_to_transaction(txn, &self.output)
-            .await?;
-        producer
-            .send(
-                OutgoingMessage::with_payload(b"warm-up (aborted)".to_vec())
-                    .txn(txn.id())
-                    .into(),
-            )
-            .await?;
-        client.abort_transaction(txn).await?;
-        producer.close().await?;
-        client.close().await;
-        Ok(())
-    }
-
     /// Three processes reading; the output checked once every row is in. A process that exits on its
     /// own is restarted, as a supervisor would (the broker fences a topic now and then when loading its
     /// transaction buffer times out under load): the output must still hold every row once.
@@ -155,7 +129,7 @@ INSERT INTO dst SELECT seq, k, n FROM src;",
         rows: u64,
         kill_one: bool,
     ) -> Result<(Vec<(u64, String, u64)>, Vec<String>)> {
-        self.warm_up().await?;
+        warm_up(&self.broker, &self.input, &self.output).await?;
         let names = ["a", "b", "c"];
         let procs: Vec<(Child, PathBuf)> = names.iter().map(|n| self.start(n)).collect();
         for (i, (_, log)) in procs.iter().enumerate() {
