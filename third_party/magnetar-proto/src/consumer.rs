@@ -263,13 +263,6 @@ pub struct ConsumerState {
     /// refund-driven, not pop-driven: the invariant it holds up is
     /// `granted window == permit_balance + consumed_since_flow + queue.len()`.
     pub(crate) consumed_since_flow: u32,
-    /// pulsar-connect patch (bounded receive queue): dispatch units the broker sent beyond the
-    /// permits it had — it charges a whole entry (every member of a batch) against message permits
-    /// and reads up to `min(permits, 100)` entries at once, so its own balance goes below zero. The
-    /// broker's balance is `permit_balance - overshoot`.
-    pub(crate) overshoot: u32,
-    /// pulsar-connect patch: messages in the last entry received (1 without batching).
-    pub(crate) entry_messages: u32,
     /// Inbound queue of messages ready to deliver to the user.
     pub queue: VecDeque<IncomingMessage>,
     /// Per-uuid chunk reassembly state.
@@ -939,8 +932,6 @@ impl ConsumerState {
             last_dispatched: None,
             stall_recovery_attempts: 0,
             consumed_since_flow: 0,
-            overshoot: 0,
-            entry_messages: 1,
             queue: VecDeque::new(),
             chunk_reassembly: HashMap::new(),
             chunk_reassembly_order: VecDeque::new(),
@@ -1199,36 +1190,18 @@ impl ConsumerState {
     /// Returns a `CommandFlow` if the consumer is below half of its receiver queue and not in
     /// a frozen state. Resets the consumed counter. While [`Self::paused`] is `true` no flow
     /// is emitted — the broker stops dispatching once permits drain.
-    ///
-    /// pulsar-connect patch (bounded receive queue): the broker dispatches whole entries against
-    /// message permits — without `preciseDispatcherFlowControl` it reads `min(permits, 100)` entries
-    /// at once — so a grant sized in messages let 100 batches of 1 000 in at a time (a queue of
-    /// ~65 000 messages behind a 2 000-message receiver queue). The grant is sized in entries
-    /// instead: while fewer than half a receiver queue of messages wait, the broker's balance is
-    /// topped up to `receiver_queue_size / messages per entry` (at least 1) once it has fallen to
-    /// half of that — for unbatched topics the same half-queue refill as before.
     pub fn maybe_flow(&mut self) -> Option<pb::CommandFlow> {
         if self.closed || self.pending_seek.is_some() || self.paused {
             return None;
         }
-        if self.queue.len() >= self.flow_threshold() as usize {
+        let threshold = self.flow_threshold();
+        if self.consumed_since_flow < threshold {
             return None;
         }
-        let cap = i64::from(
-            (u32::try_from(self.receiver_queue_size).unwrap_or(u32::MAX) / self.entry_messages.max(1))
-                .max(1),
-        );
-        let balance = i64::from(self.permit_balance) - i64::from(self.overshoot);
-        let want = cap - balance;
-        if want < (cap / 2).max(1) {
-            return None;
-        }
-        let permits = u32::try_from(want).unwrap_or(u32::MAX);
-        let repaid = permits.min(self.overshoot);
-        self.overshoot -= repaid;
+        let permits = self.consumed_since_flow;
         self.consumed_since_flow = 0;
         self.granted_permits = self.granted_permits.saturating_add(permits);
-        self.permit_balance = self.permit_balance.saturating_add(permits - repaid);
+        self.permit_balance = self.permit_balance.saturating_add(permits);
         self.clear_stall_watch();
         Some(pb::CommandFlow {
             consumer_id: self.handle.0,
@@ -1274,9 +1247,6 @@ impl ConsumerState {
     /// Carries no clock (ADR-0011): the mark is a counter, so the three call sites keep
     /// their existing signatures.
     fn record_dispatch_unit(&mut self) {
-        if self.permit_balance == 0 {
-            self.overshoot = self.overshoot.saturating_add(1);
-        }
         self.permit_balance = self.permit_balance.saturating_sub(1);
         self.dispatch_units_received = self.dispatch_units_received.saturating_add(1);
         self.stall_recovery_attempts = 0;
@@ -1478,13 +1448,9 @@ impl ConsumerState {
     /// Failover active-consumer-change re-arm — route through here, so each
     /// grants the policy's CURRENT target rather than a stale raw value.
     pub fn initial_flow(&mut self) -> pb::CommandFlow {
-        // pulsar-connect patch (bounded receive queue): one entry first — how many messages an
-        // entry holds is known only once one arrived; `maybe_flow`, called after it is delivered,
-        // grants the rest in entries (see there).
-        let permits = 1;
+        let permits = self.receiver_queue_size as u32;
         self.granted_permits = permits;
         self.permit_balance = permits;
-        self.overshoot = 0;
         self.consumed_since_flow = 0;
         // Issue #427: this attach's initial grant is now on its way to the broker, so no
         // other grant site owes it one. `Connection::initial_flow` reads the flag back to
@@ -1646,11 +1612,6 @@ impl ConsumerState {
     /// [ADR-0086]: https://github.com/CleverCloud/magnetar/blob/main/specs/adr/0086-inject-now-into-proto-latency-recording.md
     pub fn pop_message(&mut self, now: std::time::Instant) -> Option<IncomingMessage> {
         let msg = self.queue.pop_front()?;
-        // pulsar-connect patch: a queue that grew past its bound (a backlog's first dispatch)
-        // gives the memory back once drained.
-        if self.queue.is_empty() && self.queue.capacity() > 4 * self.receiver_queue_size.max(64) {
-            self.queue.shrink_to(self.receiver_queue_size);
-        }
         // Issue #301: keep the buffered-queue-bytes counter in lock-step with
         // the enqueue bump in `classify_and_queue`.
         self.queued_bytes = self.queued_bytes.saturating_sub(msg.payload.len() as u64);
@@ -1820,10 +1781,6 @@ impl ConsumerState {
         }
         let redelivery = cmd.redelivery_count.unwrap_or(0);
         let mut message_id = MessageId::from_pb(&cmd.message_id);
-        // pulsar-connect patch (bounded receive queue): sizes the next grant in entries.
-        self.entry_messages = metadata
-            .num_messages_in_batch
-            .map_or(1, |n| u32::try_from(n).unwrap_or(1).max(1));
 
         // Chunked message path.
         if let (Some(total), Some(chunk_id)) = (metadata.num_chunks_from_msg, metadata.chunk_id) {
