@@ -212,12 +212,7 @@ INSERT INTO dst SELECT seq, payload FROM src;",
 async fn messages_a_crashed_process_held_in_its_transaction_are_read_once_it_times_out()
 -> Result<()> {
     use magnetar::proto::pb::command_subscribe::SubType;
-    let mut job = CopyJob::new("exactly-once").await?;
-    job.stateless = true;
-    job.edit_job(
-        "'scan.startup.mode' = 'earliest'",
-        "'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover'",
-    );
+    let job = failover_copy_job().await?;
     job.edit_job(
         "'transaction-timeout' = '20s'",
         "'transaction-timeout' = '15s'",
@@ -243,12 +238,7 @@ async fn messages_a_crashed_process_held_in_its_transaction_are_read_once_it_tim
 /// copies every row, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conflicting_acknowledgement_aborts_the_transaction_and_restarts_the_job() -> Result<()> {
-    let mut job = CopyJob::new("exactly-once").await?;
-    job.stateless = true;
-    job.edit_job(
-        "'scan.startup.mode' = 'earliest'",
-        "'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover'",
-    );
+    let job = failover_copy_job().await?;
     // The first checkpoint comes 8 s after the start: time to acknowledge the input elsewhere first.
     job.edit_job(
         "SET 'execution.checkpointing.interval' = '300ms'",
@@ -360,4 +350,16 @@ async fn acknowledge_elsewhere_until_it_restarts(
     other.close().await?;
     client.close().await;
     Ok(())
+}
+
+/// The exactly-once copy job of `copy_job`, its source read through a Failover subscription, every run
+/// without a state directory (the cursor is the position).
+async fn failover_copy_job() -> Result<CopyJob> {
+    let mut job = CopyJob::new("exactly-once").await?;
+    job.stateless = true;
+    job.edit_job(
+        "'scan.startup.mode' = 'earliest'",
+        "'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover'",
+    );
+    Ok(job)
 }
