@@ -142,6 +142,18 @@ pub async fn warm_up(broker: &TestBroker, input: &str, output: &str) -> Result<(
     Ok(())
 }
 
+/// Adds the entry (the whole batch) of message `id` to `entries`, unless it is the last one there.
+pub fn push_entry(entries: &mut Vec<magnetar::MessageId>, id: magnetar::MessageId) {
+    let entry = magnetar::MessageId {
+        batch_index: -1,
+        batch_size: -1,
+        ..id
+    };
+    if entries.last() != Some(&entry) {
+        entries.push(entry);
+    }
+}
+
 /// Writes `N` sequence-numbered rows to a new input topic.
 pub async fn produce_input(broker: &TestBroker, input: &str) -> Result<()> {
     produce_rows(broker, input, (0..N).collect()).await
@@ -329,14 +341,7 @@ impl CopyJob {
         let mut entries: Vec<magnetar::MessageId> = Vec::new();
         for _ in 0..100 {
             let m = tokio::time::timeout(Duration::from_secs(20), consumer.receive()).await??;
-            let entry = magnetar::MessageId {
-                batch_index: -1,
-                batch_size: -1,
-                ..m.message_id
-            };
-            if entries.last() != Some(&entry) {
-                entries.push(entry);
-            }
+            push_entry(&mut entries, m.message_id);
         }
         let txn = client.new_transaction(timeout).await?;
         client

@@ -17,7 +17,9 @@ use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 use pulsar_connect::pulsar::reader::{DataLossPolicy, SplitReader, StartPosition};
 use pulsar_connect::pulsar::topics::{Split, TopicName};
 
-use super::exactly_once::copy_job::{CopyJob, N, assert_exactly_once, read_output, spawn, warm_up};
+use super::exactly_once::copy_job::{
+    CopyJob, N, assert_exactly_once, push_entry, read_output, spawn, warm_up,
+};
 
 const PARTITIONS: u32 = 6;
 const PER_PHASE: u64 = 10_000;
@@ -264,14 +266,7 @@ async fn a_conflicting_acknowledgement_aborts_the_transaction_and_restarts_the_j
             anyhow::ensure!(!batch.is_empty(), "the input ended after {seen} messages");
             seen += batch.len();
             for m in batch {
-                let entry = magnetar::MessageId {
-                    batch_index: -1,
-                    batch_size: -1,
-                    ..m.message_id
-                };
-                if ids.last() != Some(&entry) {
-                    ids.push(entry);
-                }
+                push_entry(&mut ids, m.message_id);
             }
         }
         reader.close().await.ok();

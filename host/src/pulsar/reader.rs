@@ -426,7 +426,13 @@ impl SplitReader {
     /// Whether the entries handed out are acknowledged one by one (messages dispatched to several
     /// consumers, or a linked Failover subscription).
     pub fn acks_individually(&self) -> bool {
-        self.kind.dispatches_messages() || self.seen.is_some()
+        self.kind.dispatches_messages() || self.remembers_entries()
+    }
+
+    /// Whether this reader remembers the entries it handed out until [`Self::forget`] (a linked Failover
+    /// subscription): only then are the acknowledged entries worth handing back.
+    pub fn remembers_entries(&self) -> bool {
+        self.seen.is_some()
     }
 
     /// Asks the broker to dispatch again, from the subscription's cursor, every message that is neither
@@ -543,11 +549,15 @@ impl SplitReader {
             }
         }
         if let Some(seen) = &mut self.seen {
-            seen.extend(
-                batch
-                    .iter()
-                    .map(|m| (m.message_id.ledger_id, m.message_id.entry_id)),
-            );
+            // Once per entry, not per member of a batch.
+            let mut last = None;
+            for m in &batch {
+                let entry = (m.message_id.ledger_id, m.message_id.entry_id);
+                if last != Some(entry) {
+                    seen.insert(entry);
+                    last = Some(entry);
+                }
+            }
         }
         for m in &batch {
             let id = m.message_id;

@@ -34,7 +34,9 @@ impl PulsarSource {
                 let Some(&through) = entries.last() else {
                     continue;
                 };
-                listed.insert(topic.clone(), entries.clone());
+                if r.remembers_entries() {
+                    listed.insert(topic.clone(), entries.clone());
+                }
                 batch.push(SplitAck {
                     topic,
                     subscription: self.subscription.clone(),
