@@ -39,7 +39,8 @@ import java.util.TimeZone;
 import static io.pulsarconnect.golden.Values.F;
 
 /**
- * Writes the golden vectors of Flink 1.18.1's json/avro/csv/raw formats and of its print connector (PrintVectors). Usage: GenerateGoldenVectors OUT_DIR.
+ * Writes the golden vectors of Flink 1.18.1's json/avro/csv/raw formats, its changelog formats debezium-json/canal-json/maxwell-json
+ * (ChangelogVectors) and its print connector (PrintVectors). Usage: GenerateGoldenVectors OUT_DIR.
  * Every output is a pure function of this program, table-spec.json and the Flink jars (no clocks, no randomness).
  */
 public final class GenerateGoldenVectors {
@@ -109,6 +110,7 @@ public final class GenerateGoldenVectors {
         avroVectors(ctx);
         csvVectors(ctx);
         rawVectors();
+        ChangelogVectors.writeAll(ctx);
         PrintVectors.write(ctx);
         System.err.println("golden vectors: wrote " + files + " files under " + out);
     }
@@ -586,7 +588,8 @@ public final class GenerateGoldenVectors {
 
     static String sanitize(String m) {
         if (m == null) return null;
-        return m.replaceAll("@[0-9a-f]{5,8}\\b", "@<hash>")
+        return m.replaceAll("(\\.[A-Z][\\w$]*)@[0-9a-f]{1,8}\\b", "$1@<hash>") // Object.toString of a class: short hashes too
+                .replaceAll("@[0-9a-f]{5,8}\\b", "@<hash>")
                 .replaceAll("\\(through reference chain: [^)]*\\)", "(through reference chain: <elided>)");
     }
 
