@@ -3,6 +3,7 @@
 //! The binary tests run `target/release/pulsar-connect`: `cargo build --release -p pulsar-connect` first,
 //! or set `PULSAR_CONNECT_BIN`. One test binary (one link of DataFusion, wasmtime and magnetar, not seven).
 
+mod changelog;
 mod common;
 
 mod crash;

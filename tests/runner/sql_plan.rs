@@ -19,7 +19,7 @@ CREATE TABLE pulsar (
 ) WITH ('connector' = 'fake-pulsar', 'service-url' = 'pulsar://127.0.0.1:6650');
 ";
 
-async fn run_collect(sql: &str) -> Vec<(String, String)> {
+pub(crate) async fn run_collect(sql: &str) -> Vec<(String, String)> {
     let (job, collected) = load(sql).await;
     run(job, collected).await
 }

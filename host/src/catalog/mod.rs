@@ -126,7 +126,7 @@ fn resolve_table(
     for c in &t.columns {
         if let ColumnKind::Metadata { key, .. } = &c.kind {
             let key = key.as_deref().unwrap_or(&c.name);
-            if !factory.metadata().iter().any(|m| m.key == key) {
+            if !factory.metadata().iter().any(|m| m.key == key) && !factory.owns_metadata_key(key) {
                 let available: Vec<&str> = factory.metadata().iter().map(|m| m.key).collect();
                 errors.push(anyhow!(
                     "{}: table '{}', column '{}': connector '{}' has no metadata key '{key}'{}",

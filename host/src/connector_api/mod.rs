@@ -12,8 +12,10 @@
 //!
 //! Sources produce Arrow batches in the table's *source schema* (physical and metadata columns in
 //! declaration order, computed columns excluded — the planner computes those). Sinks receive batches in the
-//! table's *sink schema* (physical and non-virtual metadata columns, in declaration order).
+//! table's *sink schema* (physical and non-virtual metadata columns, in declaration order). A batch with
+//! updates or deletes has one more, last column: its row kinds ([`changelog`], ADR 0016).
 
+pub mod changelog;
 mod context;
 pub mod settings;
 mod sink;
@@ -72,6 +74,10 @@ pub trait SourceFactory: Send + Sync {
     fn parallelism(&self, _table: &CatalogTable) -> Parallelism {
         Parallelism::Single
     }
+    /// The row kinds reading `table` produces (ADR 0016): e.g. its value format's. Inserts by default.
+    fn changelog_mode(&self, _table: &CatalogTable) -> changelog::ChangelogMode {
+        changelog::ChangelogMode::INSERT_ONLY
+    }
 }
 
 /// Builds the write side of a table.
@@ -81,6 +87,11 @@ pub trait SinkFactory: Send + Sync {
     /// Whether several subtasks may write `table`, and how many the table asks for (`sink.parallelism`).
     fn parallelism(&self, _table: &CatalogTable) -> Parallelism {
         Parallelism::Single
+    }
+    /// The row kinds writing `table` accepts (ADR 0016); a batch holding others never reaches its sink
+    /// (the planner refuses the INSERT). Inserts by default.
+    fn accepted_changelog_mode(&self, _table: &CatalogTable) -> changelog::ChangelogMode {
+        changelog::ChangelogMode::INSERT_ONLY
     }
 }
 
@@ -101,6 +112,12 @@ pub trait ConnectorFactory: Send + Sync {
     fn options(&self) -> &OptionSet;
     fn metadata(&self) -> &[MetadataDecl] {
         &[]
+    }
+    /// Metadata keys beyond [`ConnectorFactory::metadata`] that the connector resolves itself in
+    /// [`ConnectorFactory::validate_table`], such as a format's readable metadata (`value.source.table`,
+    /// ADR 0016). They are read-only. None by default.
+    fn owns_metadata_key(&self, _key: &str) -> bool {
+        false
     }
     /// Checks that need the whole table (column types, option combinations), and decodes the table's
     /// options into the connector's typed configuration, which the catalog keeps for the source and sink

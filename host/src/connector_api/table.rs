@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::{Result, anyhow};
 use arrow::datatypes::{Schema, SchemaRef};
 
+use super::changelog::ChangelogMode;
 use super::{ConnectorFactory, Parallelism, Sink, Source, TableConfigSlot};
 use crate::options::ResolvedOptions;
 use crate::sql::{ColumnDef, ColumnKind, CreateTable};
@@ -81,6 +82,20 @@ impl CatalogTable {
         self.factory
             .sink()
             .map_or(Parallelism::Single, |f| f.parallelism(self))
+    }
+
+    /// The row kinds reading the table produces (see [`SourceFactory::changelog_mode`]).
+    pub fn changelog_mode(&self) -> ChangelogMode {
+        self.factory
+            .source()
+            .map_or(ChangelogMode::INSERT_ONLY, |f| f.changelog_mode(self))
+    }
+
+    /// The row kinds writing the table accepts (see [`SinkFactory::accepted_changelog_mode`]).
+    pub fn accepted_changelog_mode(&self) -> ChangelogMode {
+        self.factory.sink().map_or(ChangelogMode::INSERT_ONLY, |f| {
+            f.accepted_changelog_mode(self)
+        })
     }
 
     /// The connector's typed configuration, if it is a `T`.

@@ -22,11 +22,11 @@ use datafusion::catalog::MemTable;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::{ViewTable, provider_as_source};
 use datafusion::execution::SessionStateBuilder;
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, col};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, TableScan, col};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::catalog::{Catalog, CatalogTable};
-use crate::sql::{ColumnKind, Insert, Pos};
+use crate::sql::{ColumnKind, Insert, Pos, RowKind};
 
 pub use transform::{Stage, Transform};
 
@@ -256,11 +256,15 @@ async fn plan_insert(
         }
         None => persisted.clone(),
     };
-    // Persisted metadata columns must be writable by the connector.
+    // Persisted metadata columns must be writable by the connector (keys it resolves itself, such as a
+    // format's metadata, are read-only).
     for c in sink.sink_columns() {
         if let Some(key) = sink.metadata_key(c)
-            && let Some(decl) = sink.factory.metadata().iter().find(|m| m.key == key)
-            && !decl.writable
+            && !sink
+                .factory
+                .metadata()
+                .iter()
+                .any(|m| m.key == key && m.writable)
         {
             bail!(
                 "{at}: INSERT INTO {}: metadata column '{}' (key '{key}') is read-only for connector '{}'; declare it VIRTUAL so that INSERT INTO skips it",
@@ -404,6 +408,7 @@ async fn plan_insert(
                     table.connector
                 );
             }
+            check_changelog(&table, &sink, ts).map_err(|e| anyhow!("{qpos}: {e}"))?;
             SourceSpec::Table(table)
         }
         None => {
@@ -420,7 +425,7 @@ async fn plan_insert(
             let mut out = Vec::new();
             for b in batches {
                 let (mapped, _) = transform
-                    .finish(b)
+                    .finish(b, None)
                     .map_err(|e| anyhow!("{qpos}: INSERT INTO {}: {e:#}", sink.name()))?;
                 out.push(mapped);
             }
@@ -459,4 +464,38 @@ async fn plan_insert(
         transform,
         explain: explain_full,
     })
+}
+
+/// Refuses an INSERT whose source produces row kinds its sink cannot take, with Flink's reason (its
+/// `FlinkChangelogModeInferenceProgram`), so a sink never receives them (ADR 0016).
+fn check_changelog(source: &CatalogTable, sink: &CatalogTable, scan: &TableScan) -> Result<()> {
+    let produced = source.changelog_mode();
+    let accepted = sink.accepted_changelog_mode();
+    if accepted.covers(produced) {
+        return Ok(());
+    }
+    let updates = [RowKind::UpdateBefore, RowKind::UpdateAfter]
+        .into_iter()
+        .any(|k| produced.contains(k) && !accepted.contains(k));
+    let deletes = produced.contains(RowKind::Delete) && !accepted.contains(RowKind::Delete);
+    let changes = match (updates, deletes) {
+        (true, true) => "update and delete changes",
+        (true, false) => "update changes",
+        _ => "delete changes",
+    };
+    let fields: Vec<&str> = scan
+        .projected_schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    bail!(
+        "Table sink '{}' doesn't support consuming {changes} which is produced by node TableSourceScan(table=[[{}]], fields=[{}]) (table '{}' produces {produced}; connector '{}' of table '{}' accepts {accepted})",
+        sink.name(),
+        source.name(),
+        fields.join(", "),
+        source.name(),
+        sink.connector,
+        sink.name()
+    )
 }

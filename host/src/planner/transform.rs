@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
-use arrow::array::{Array, ArrayRef, BooleanArray, new_null_array};
+use arrow::array::{Array, ArrayRef, BooleanArray, UInt8Array, new_null_array};
 use arrow::compute::{CastOptions, cast_with_options, filter_record_batch};
 use arrow::datatypes::{DataType, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -12,6 +12,8 @@ use datafusion::common::DFSchema;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::{LogicalPlan, TableScan};
 use datafusion::physical_expr::PhysicalExpr;
+
+use crate::connector_api::changelog;
 
 /// One step of a pipeline's transform.
 pub enum Stage {
@@ -130,9 +132,10 @@ impl Transform {
     }
 
     /// Runs the stages and the sink mapping on one batch. Returns the sink batch and the number of rows dropped
-    /// by the NOT NULL enforcer.
+    /// by the NOT NULL enforcer. Row kinds (ADR 0016) go along: filtered with their rows, attached to the
+    /// sink batch.
     pub fn apply(&self, batch: RecordBatch) -> Result<(RecordBatch, usize)> {
-        let mut b = batch;
+        let (mut b, mut kinds) = changelog::split(batch)?;
         for stage in &self.stages {
             b = match stage {
                 Stage::Columns(idx, schema) => RecordBatch::try_new_with_options(
@@ -146,6 +149,7 @@ impl Transform {
                         .as_any()
                         .downcast_ref::<BooleanArray>()
                         .ok_or_else(|| anyhow!("filter predicate is not boolean"))?;
+                    kinds = changelog::filter_kinds(kinds, mask)?;
                     filter_record_batch(&b, mask)?
                 }
                 Stage::Project(exprs, schema) => {
@@ -175,11 +179,16 @@ impl Transform {
                 }
             };
         }
-        self.finish(b)
+        self.finish(b, kinds)
     }
 
-    /// Maps query columns onto the sink columns: casts, NULLs for unlisted columns, NOT NULL enforcement.
-    pub fn finish(&self, b: RecordBatch) -> Result<(RecordBatch, usize)> {
+    /// Maps query columns onto the sink columns: casts, NULLs for unlisted columns, NOT NULL enforcement;
+    /// then attaches the kinds of the rows kept.
+    pub fn finish(
+        &self,
+        b: RecordBatch,
+        kinds: Option<UInt8Array>,
+    ) -> Result<(RecordBatch, usize)> {
         let n = b.num_rows();
         let opts = CastOptions {
             safe: false,
@@ -248,22 +257,108 @@ impl Transform {
                 &keep,
             )?;
             let rows = tmp.num_rows();
-            return Ok((
-                RecordBatch::try_new_with_options(
-                    self.sink_schema.clone(),
-                    tmp.columns().to_vec(),
-                    &RecordBatchOptions::new().with_row_count(Some(rows)),
-                )?,
-                skipped,
-            ));
-        }
-        Ok((
-            RecordBatch::try_new_with_options(
+            let kept = RecordBatch::try_new_with_options(
                 self.sink_schema.clone(),
-                cols,
-                &RecordBatchOptions::new().with_row_count(Some(n)),
-            )?,
-            skipped,
-        ))
+                tmp.columns().to_vec(),
+                &RecordBatchOptions::new().with_row_count(Some(rows)),
+            )?;
+            let kinds = changelog::filter_kinds(kinds, &keep)?;
+            return Ok((changelog::attach(kept, kinds)?, skipped));
+        }
+        let out = RecordBatch::try_new_with_options(
+            self.sink_schema.clone(),
+            cols,
+            &RecordBatchOptions::new().with_row_count(Some(n)),
+        )?;
+        Ok((changelog::attach(out, kinds)?, skipped))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connector_api::changelog::{RowKind, kind_at, kinds, kinds_array};
+    use arrow::array::{Int32Array, StringArray};
+    use arrow::datatypes::Field;
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
+    use datafusion::scalar::ScalarValue;
+
+    #[test]
+    fn row_kinds_follow_their_rows_through_filters_projections_and_the_not_null_enforcer() {
+        let input = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, true),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        let projected = Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Utf8, true),
+            Field::new("id", DataType::Int32, true),
+        ]));
+        let sink = Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Utf8, false),
+            Field::new("id", DataType::Int32, true),
+        ]));
+        let id_above_1: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(
+            Arc::new(Column::new("id", 0)),
+            Operator::Gt,
+            Arc::new(Literal::new(ScalarValue::Int32(Some(1)))),
+        ));
+        let mut t = Transform::identity(sink);
+        t.stages = vec![
+            Stage::Filter(id_above_1),
+            Stage::Columns(vec![1, 0], projected),
+        ];
+        t.drop_null_violations = true;
+        let batch = RecordBatch::try_new(
+            input,
+            vec![
+                Arc::new(Int32Array::from(vec![1, 2, 3, 4, 5])),
+                Arc::new(StringArray::from(vec![
+                    Some("a"),
+                    Some("b"),
+                    None,
+                    Some("d"),
+                    Some("e"),
+                ])),
+            ],
+        )
+        .unwrap();
+        let batch = changelog::attach(
+            batch,
+            kinds_array(&[
+                RowKind::Insert,
+                RowKind::UpdateBefore,
+                RowKind::UpdateAfter,
+                RowKind::Delete,
+                RowKind::Insert,
+            ]),
+        )
+        .unwrap();
+        let (out, dropped) = t.apply(batch).unwrap();
+        assert_eq!(dropped, 1, "the NULL name of id 3 is dropped");
+        let ids: Vec<i32> = out
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap()
+            .values()
+            .to_vec();
+        assert_eq!(ids, vec![2, 4, 5]);
+        let k = kinds(&out);
+        assert_eq!(
+            (0..3).map(|i| kind_at(k, i)).collect::<Vec<_>>(),
+            vec![RowKind::UpdateBefore, RowKind::Delete, RowKind::Insert]
+        );
+        assert_eq!(out.num_columns(), 3, "name, id and the row kinds");
+    }
+
+    #[test]
+    fn an_append_only_batch_stays_without_row_kinds() {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, true)]));
+        let t = Transform::identity(schema.clone());
+        let batch =
+            RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(vec![1, 2]))]).unwrap();
+        let (out, _) = t.apply(batch.clone()).unwrap();
+        assert_eq!(out, batch);
     }
 }

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::align::{Delivery, Inputs};
 use super::metrics::Metrics;
-use crate::connector_api::{Sink, Source, SourcePoll};
+use crate::connector_api::{Sink, Source, SourcePoll, changelog};
 use crate::planner::Transform;
 
 /// Down a pipeline's channels: rows, a checkpoint barrier with the source's snapshot, the end.
@@ -78,7 +78,7 @@ fn concat(pending: &mut Vec<RecordBatch>) -> Result<Option<RecordBatch>> {
         0 => Ok(None),
         1 => Ok(pending.pop()),
         _ => {
-            let b = arrow::compute::concat_batches(&pending[0].schema(), pending.iter())?;
+            let b = changelog::concat(pending)?;
             pending.clear();
             Ok(Some(b))
         }

@@ -11,6 +11,7 @@ mod ast;
 mod cursor;
 mod ddl;
 mod parser;
+mod row_kind;
 pub mod translate;
 mod type_parser;
 pub mod types;
@@ -19,6 +20,7 @@ pub use ast::{
     ColumnDef, ColumnKind, CreateTable, Insert, Pos, SqlError, Statement, Watermark, inserts,
 };
 pub use parser::parse_script;
+pub use row_kind::{ChangelogMode, RowKind};
 pub use type_parser::parse_type;
 pub use types::{FlinkType, RowField, TypeKind};
 

@@ -9,9 +9,10 @@ use std::sync::{Arc, LazyLock, Mutex};
 use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
+use pulsar_connect::connector_api::changelog::{self, ChangelogMode, RowKind};
 use pulsar_connect::connector_api::{
     CatalogTable, ConnectorFactory, MetadataDecl, Registry, Sink, SinkFactory, Source,
-    SourceFactory,
+    SourceFactory, SourcePoll,
 };
 use pulsar_connect::options::{OptionDecl, OptionSet, Rule};
 
@@ -169,6 +170,89 @@ impl SinkFactory for CollectFactory {
             out: self.0.clone(),
         }))
     }
+    fn accepted_changelog_mode(&self, _t: &CatalogTable) -> ChangelogMode {
+        ChangelogMode::ALL
+    }
+}
+
+static CHANGES_OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
+    OptionSet::new(
+        "connector 'changes'",
+        "test source of changelog rows",
+        vec![],
+        vec![],
+    )
+});
+
+/// `changes`: a bounded source of the changelog rows [`CHANGES`] over `(id INT, name STRING)`, in one batch.
+pub struct ChangesFactory;
+
+/// The rows `changes` emits: kind, id, name.
+pub const CHANGES: &[(RowKind, i32, &str)] = &[
+    (RowKind::Insert, 1, "a"),
+    (RowKind::Insert, 2, "b"),
+    (RowKind::UpdateBefore, 1, "a"),
+    (RowKind::UpdateAfter, 1, "a2"),
+    (RowKind::Delete, 2, "b"),
+    (RowKind::Insert, 3, "c"),
+];
+
+impl ConnectorFactory for ChangesFactory {
+    fn name(&self) -> &'static str {
+        "changes"
+    }
+    fn options(&self) -> &OptionSet {
+        &CHANGES_OPTIONS
+    }
+    fn source(&self) -> Option<&dyn SourceFactory> {
+        Some(self)
+    }
+    fn sink(&self) -> Option<&dyn SinkFactory> {
+        None
+    }
+}
+
+impl SourceFactory for ChangesFactory {
+    fn create_source(&self, t: &CatalogTable) -> Result<Box<dyn Source>> {
+        Ok(Box::new(ChangesSource {
+            schema: t.source_schema(),
+            done: false,
+        }))
+    }
+    fn changelog_mode(&self, _t: &CatalogTable) -> ChangelogMode {
+        ChangelogMode::ALL
+    }
+}
+
+struct ChangesSource {
+    schema: arrow::datatypes::SchemaRef,
+    done: bool,
+}
+
+#[async_trait]
+impl Source for ChangesSource {
+    fn restore(&mut self, _state: serde_json::Value) -> Result<()> {
+        Ok(())
+    }
+    async fn poll_batch(&mut self, _max_rows: usize) -> Result<SourcePoll> {
+        if std::mem::replace(&mut self.done, true) {
+            return Ok(SourcePoll::End);
+        }
+        let ids = arrow::array::Int32Array::from_iter_values(CHANGES.iter().map(|c| c.1));
+        let names = arrow::array::StringArray::from_iter_values(CHANGES.iter().map(|c| c.2));
+        let batch = RecordBatch::try_new(
+            self.schema.clone(),
+            vec![Arc::new(ids) as arrow::array::ArrayRef, Arc::new(names)],
+        )?;
+        let kinds: Vec<RowKind> = CHANGES.iter().map(|c| c.0).collect();
+        Ok(SourcePoll::Batch(changelog::attach(
+            batch,
+            changelog::kinds_array(&kinds),
+        )?))
+    }
+    fn snapshot(&mut self) -> Result<serde_json::Value> {
+        Ok(serde_json::Value::Bool(self.done))
+    }
 }
 
 struct CollectSink {
@@ -205,6 +289,7 @@ pub fn registry() -> (Registry, Collected) {
     let mut r = Registry::with_plugins(plugins);
     r.register(Arc::new(FakePulsar));
     r.register(Arc::new(CollectFactory(collected.clone())));
+    r.register(Arc::new(ChangesFactory));
     (r, collected)
 }
 

@@ -6,6 +6,7 @@ use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 
+use crate::connector_api::changelog::ChangelogMode;
 use crate::connector_api::{
     CatalogTable, ConnectorFactory, Parallelism, Sink, SinkFactory, SourceFactory,
 };
@@ -66,6 +67,10 @@ impl SinkFactory for BlackholeFactory {
 
     fn create_sink(&self, _table: &CatalogTable) -> Result<Box<dyn Sink>> {
         Ok(Box::new(BlackholeSink { rows: 0 }))
+    }
+    /// Every row kind: Flink's print sink prints `-U[..]`/`+U[..]`/`-D[..]` and blackhole drops them all.
+    fn accepted_changelog_mode(&self, _table: &CatalogTable) -> ChangelogMode {
+        ChangelogMode::ALL
     }
 }
 

@@ -11,11 +11,19 @@ use arrow::record_batch::RecordBatch;
 use super::java_float::{double_to_string, float_to_string};
 use super::java_hash_map::{iteration_order, key_hash, timestamp_value};
 use super::java_time;
+use crate::connector_api::changelog::{self, RowKind};
 
-/// `+I[v1, v2, ...]` for one row.
+/// `+I[v1, v2, ...]` for one row: its row kind (`+I`, `-U`, `+U`, `-D`; ADR 0016), then its values.
 pub fn format_row(batch: &RecordBatch, row: usize) -> String {
+    let kinds = changelog::kinds(batch);
+    let values = batch.num_columns() - usize::from(kinds.is_some());
     let mut s = String::with_capacity(64);
-    write_fields(&mut s, batch.columns().iter().map(|c| c.as_ref()), row);
+    write_fields(
+        &mut s,
+        changelog::kind_at(kinds, row),
+        batch.columns()[..values].iter().map(|c| c.as_ref()),
+        row,
+    );
     s
 }
 
@@ -26,9 +34,15 @@ pub fn format_value(col: &ArrayRef, row: usize) -> String {
     s
 }
 
-/// `+I[...]`: a row (top level or nested ROW) is printed with its row kind, always INSERT here.
-fn write_fields<'a>(out: &mut String, columns: impl Iterator<Item = &'a dyn Array>, row: usize) {
-    out.push_str("+I[");
+/// `+I[...]`: a row (top level or nested ROW) is printed with its row kind (a nested ROW's is always INSERT).
+fn write_fields<'a>(
+    out: &mut String,
+    kind: RowKind,
+    columns: impl Iterator<Item = &'a dyn Array>,
+    row: usize,
+) {
+    out.push_str(kind.short_string());
+    out.push('[');
     for (i, col) in columns.enumerate() {
         if i > 0 {
             out.push_str(", ");
@@ -107,7 +121,12 @@ fn write_value(out: &mut String, col: &dyn Array, row: usize) {
         DataType::Map(_, _) => map(out, col, row),
         DataType::Struct(_) => {
             let st = col.as_struct();
-            write_fields(out, st.columns().iter().map(|c| c.as_ref()), row);
+            write_fields(
+                out,
+                RowKind::Insert,
+                st.columns().iter().map(|c| c.as_ref()),
+                row,
+            );
         }
         _ => out.push_str(
             &arrow::util::display::array_value_to_string(col, row).unwrap_or_else(|_| "?".into()),
@@ -248,6 +267,50 @@ mod tests {
         assert_eq!(
             format_row(&batch, 1),
             "+I[null, y, 2020-03-08T13:12, 1.0E7, 1969-12-31T23:59:59.999Z, 3.4028235E38]"
+        );
+    }
+
+    #[test]
+    fn changelog_rows_print_their_kind_and_not_the_kind_column() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, true),
+            Field::new(
+                "r",
+                DataType::Struct(vec![Field::new("x", DataType::Int32, true)].into()),
+                true,
+            ),
+        ]));
+        let nested = StructArray::from(vec![(
+            Arc::new(Field::new("x", DataType::Int32, true)),
+            Arc::new(Int32Array::from(vec![7, 8, 9, 10])) as ArrayRef,
+        )]);
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int32Array::from(vec![1, 2, 3, 4])),
+                Arc::new(nested),
+            ],
+        )
+        .unwrap();
+        let batch = changelog::attach(
+            batch,
+            changelog::kinds_array(&[
+                RowKind::Insert,
+                RowKind::UpdateBefore,
+                RowKind::UpdateAfter,
+                RowKind::Delete,
+            ]),
+        )
+        .unwrap();
+        let lines: Vec<String> = (0..4).map(|r| format_row(&batch, r)).collect();
+        assert_eq!(
+            lines,
+            [
+                "+I[1, +I[7]]",
+                "-U[2, +I[8]]",
+                "+U[3, +I[9]]",
+                "-D[4, +I[10]]"
+            ]
         );
     }
 

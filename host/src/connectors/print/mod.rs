@@ -17,6 +17,7 @@ use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use rand::Rng;
 
+use crate::connector_api::changelog::ChangelogMode;
 use crate::connector_api::{CatalogTable, ConnectorFactory, Sink, SinkFactory, SourceFactory};
 use crate::options::{OptionDecl, OptionSet};
 
@@ -92,6 +93,10 @@ impl SinkFactory for PrintFactory {
             ratio: o.get_f64("print-sample-ratio").unwrap_or(1.0),
             buf: Vec::with_capacity(64 * 1024),
         }))
+    }
+    /// Every row kind: Flink's print sink prints `-U[..]`/`+U[..]`/`-D[..]` and blackhole drops them all.
+    fn accepted_changelog_mode(&self, _table: &CatalogTable) -> ChangelogMode {
+        ChangelogMode::ALL
     }
 }
 
