@@ -33,7 +33,7 @@ fn good_plugins_load_and_are_listed() {
     list(dir.path(), &mut out).unwrap();
     let out = String::from_utf8(out).unwrap();
     assert!(out.contains("hostile"), "{out}");
-    assert!(out.contains("pulsar-connect:plugin/format@0.1.0"), "{out}");
+    assert!(out.contains("pulsar-connect:plugin/format@0.2.0"), "{out}");
     assert!(
         out.contains("modulo-router") && out.contains("router"),
         "{out}"
@@ -80,7 +80,7 @@ fn a_component_exporting_the_wrong_world_is_refused() {
     assert_eq!(err.phase, Phase::Verify);
     let text = err.to_string();
     assert!(
-        text.contains("claims world pulsar-connect:plugin/format@0.1.0 but the component implements pulsar-connect:plugin/router@0.1.0"),
+        text.contains("claims world pulsar-connect:plugin/format@0.2.0 but the component does not export pulsar-connect:plugin/codec@0.2.0 (it exports: pulsar-connect:plugin/routing@0.1.0)"),
         "{text}"
     );
 }

@@ -18,6 +18,7 @@ use pulsar_connect::plugins::schema::{SQL_TYPE_KEY, arrow_schema, row_type_from_
 use pulsar_connect::plugins::{
     Decoder, Encoder, HostConfig, MessageBatchBuilder, MessageRef, PluginDir, PluginHost,
 };
+use pulsar_connect::plugins::model::RowKind;
 use pulsar_connect_tests::guests::install;
 
 const ROWS: usize = 5;
@@ -578,4 +579,59 @@ fn every_type_round_trips_through_the_identity_plugin() {
     assert_eq!(counters.rows, (ROWS + ROWS + 3 + 3) as u64);
     assert_eq!(counters.row_errors, 1);
     assert_eq!(counters.traps, 0);
+}
+
+/// A plugin built against the frozen WIT 0.1.0 (the `passthrough` test guest generates its own 0.1.0
+/// bindings, as a third-party plugin built before 0.2.0 did) loads and runs in one host next to a 0.2.0
+/// plugin (`identity`, built with the SDK), each through its own bindings (ADR 0016).
+#[test]
+fn a_wit_0_1_0_plugin_runs_next_to_0_2_0_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path(), "passthrough");
+    install(dir.path(), "identity");
+    let host = PluginHost::new(HostConfig::default()).unwrap();
+    let plugins = PluginDir::open(dir.path()).unwrap();
+    let old = host.load(&plugins, "passthrough").unwrap();
+    let new = host.load(&plugins, "identity").unwrap();
+    assert!(old.manifest().world.ends_with("format@0.1.0"));
+    assert!(new.manifest().world.ends_with("format@0.2.0"));
+
+    let bytes = Arc::new(Schema::new(vec![Field::new("b", DataType::Binary, true)]));
+    let mut old_decoder = Decoder::new(&old, &[], bytes.clone()).unwrap();
+    let mut messages = MessageBatchBuilder::new();
+    for payload in [&b"one"[..], b"two"] {
+        messages.push(MessageRef {
+            payload,
+            ..Default::default()
+        });
+    }
+    let decoded = old_decoder.decode(messages.finish(false)).unwrap();
+    assert_eq!(decoded.batch.num_rows(), 2);
+    assert_eq!(decoded.messages, None, "0.1.0: one row per message");
+    assert_eq!(decoded.kinds, None, "0.1.0: inserts");
+    // A 0.1.0 format has no readable metadata and writes inserts only.
+    let Err(e) = Decoder::with_metadata(&old, &[], bytes.clone(), &["k".to_owned()]) else {
+        panic!("a 0.1.0 format has no metadata");
+    };
+    assert!(format!("{e}").contains("no readable metadata key 'k'"), "{e}");
+    let mut old_encoder = Encoder::new(&old, &[], bytes).unwrap();
+    let e = old_encoder
+        .encode_changes(&decoded.batch, Some(&[RowKind::Insert, RowKind::Delete]))
+        .unwrap_err();
+    assert!(format!("{e}").contains("-D row"), "{e}");
+    let encoded = old_encoder.encode(&decoded.batch).unwrap();
+    assert_eq!(encoded.payload(1), b"two");
+
+    let batch = every_type();
+    let mut encoder = Encoder::new(&new, &[], batch.schema()).unwrap();
+    let mut decoder = Decoder::new(&new, &[], batch.schema()).unwrap();
+    let encoded = encoder.encode(&batch).unwrap();
+    let mut messages = MessageBatchBuilder::new();
+    for i in 0..encoded.len() {
+        messages.push(MessageRef {
+            payload: encoded.payload(i),
+            ..Default::default()
+        });
+    }
+    assert_eq!(decoder.decode(messages.finish(false)).unwrap().batch, batch);
 }

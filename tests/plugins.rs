@@ -8,6 +8,7 @@ mod plugin_roundtrip;
 mod plugin_sandbox;
 
 mod formats {
+    mod changelog_wasm;
     mod golden_wasm;
 }
 

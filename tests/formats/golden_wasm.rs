@@ -39,26 +39,26 @@ fn plugin_dir() -> PathBuf {
     dir
 }
 
-struct Formats {
+pub(super) struct Formats {
     host: PluginHost,
     dir: PluginDir,
 }
 
 impl Formats {
-    fn new() -> Formats {
+    pub(super) fn new() -> Formats {
         let dir = PluginDir::open(&plugin_dir()).expect("opening the plugin directory");
         let host = PluginHost::new(HostConfig::default()).expect("plugin host");
         Formats { host, dir }
     }
 
-    fn load(&self, name: &str) -> Plugin {
+    pub(super) fn load(&self, name: &str) -> Plugin {
         self.host
             .load(&self.dir, name)
             .unwrap_or_else(|e| panic!("loading format plugin `{name}`: {e:?}"))
     }
 }
 
-fn vectors(rel: &str) -> Json {
+pub(super) fn vectors(rel: &str) -> Json {
     let path = repo_root().join("tests/golden/vectors").join(rel);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
@@ -213,16 +213,16 @@ fn row_type(columns: &[(String, String)]) -> model::RowType {
     }
 }
 
-fn columns(file: &Json) -> Vec<(String, String)> {
+pub(super) fn columns(file: &Json) -> Vec<(String, String)> {
     pulsar_connect_tests::vector_columns(file)
 }
 
-fn schema_of(columns: &[(String, String)]) -> SchemaRef {
+pub(super) fn schema_of(columns: &[(String, String)]) -> SchemaRef {
     Arc::new(arrow_schema(&row_type(columns)).expect("arrow schema of the vector columns"))
 }
 
 /// The file's options without the `<format>.` prefix (the connector strips it).
-fn options(file: &Json) -> Vec<(String, String)> {
+pub(super) fn options(file: &Json) -> Vec<(String, String)> {
     let prefix = format!("{}.", file["format"].as_str().unwrap());
     file["options"]
         .as_object()
@@ -239,7 +239,7 @@ fn options(file: &Json) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-fn bytes_of(b64: &Json) -> Option<Vec<u8>> {
+pub(super) fn bytes_of(b64: &Json) -> Option<Vec<u8>> {
     b64.as_str()
         .map(|s| STANDARD.decode(s).expect("vector base64"))
 }
@@ -261,7 +261,7 @@ fn decode_one(decoder: &mut Decoder, payload: &[u8]) -> Decoded {
     decoded
 }
 
-fn int_at(batch: &RecordBatch, column: &str) -> Option<i64> {
+pub(super) fn int_at(batch: &RecordBatch, column: &str) -> Option<i64> {
     let array = batch.column_by_name(column).expect("column");
     let ints = array
         .as_any()
@@ -270,7 +270,7 @@ fn int_at(batch: &RecordBatch, column: &str) -> Option<i64> {
     (!ints.is_null(0)).then(|| i64::from(ints.value(0)))
 }
 
-fn string_at(batch: &RecordBatch, column: &str) -> Option<String> {
+pub(super) fn string_at(batch: &RecordBatch, column: &str) -> Option<String> {
     let array = batch.column_by_name(column).expect("column");
     let strings = array
         .as_any()

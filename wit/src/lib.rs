@@ -1,7 +1,8 @@
 //! Rust guest SDK for pulsar-connect plugins.
 //!
-//! The WIT contract lives next to this file, frozen per version (`v0.1.0/`). A plugin crate depends on this
-//! crate with exactly one of the features `format` or `router`, implements the generated `Guest` trait and
+//! The WIT contract lives next to this file, frozen per version (`v0.1.0/`, `v0.2.0/`). A plugin crate depends
+//! on this crate with exactly one of the features `format` (the world `format@0.2.0`: changelog rows, several
+//! rows per message, tombstones, format metadata; ADR 0016) or `router` (`router@0.1.0`), implements the generated `Guest` trait and
 //! exports it with [`export_format!`] or [`export_router!`]. The helpers turn the columnar contract into
 //! row-at-a-time code: [`values::Value`], [`columns::BatchBuilder`] (rows → columns) and
 //! [`columns::read_rows`] (columns → rows), and [`messages`] for the flattened message batches.
@@ -15,7 +16,7 @@
 //! impl codec::Guest for Lines {
 //!     type Decoder = LinesDecoder;
 //!     type Encoder = LinesEncoder;
-//!     fn create_decoder(_options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+//!     fn create_decoder(_options: Options, row_type: RowType, _metadata: Vec<String>) -> Result<codec::Decoder, ConfigError> {
 //!         Ok(codec::Decoder::new(LinesDecoder { row_type }))
 //!     }
 //!     // ...
@@ -23,8 +24,11 @@
 //! pulsar_connect_plugin::export_format!(Lines);
 //! ```
 
-/// The version of the WIT package this crate exports.
-pub const WIT_VERSION: &str = "0.1.0";
+/// The version of the WIT package the `format` feature exports (a plugin manifest's
+/// `world = "pulsar-connect:plugin/format@0.2.0"`).
+pub const FORMAT_WIT_VERSION: &str = "0.2.0";
+/// The version of the WIT package the `router` feature exports.
+pub const ROUTER_WIT_VERSION: &str = "0.1.0";
 
 /// Prefix of a decoder's row-error reason that marks a *skip* in Flink's terms: the format drops the
 /// message itself (Flink's format returns no row and no error: an empty or null payload, a bad record
@@ -39,9 +43,10 @@ pub fn skipped(reason: impl std::fmt::Display) -> String {
 
 #[cfg(feature = "format")]
 pub mod format {
-    //! Generated bindings of the world `pulsar-connect:plugin/format@0.1.0`.
+    //! Generated bindings of the world `pulsar-connect:plugin/format@0.2.0`. (A plugin that stays on 0.1.0
+    //! generates its bindings from `v0.1.0/` itself: the host keeps loading it.)
     wit_bindgen::generate!({
-        path: "v0.1.0",
+        path: "v0.2.0",
         world: "format",
         pub_export_macro: true,
         export_macro_name: "export_format",
@@ -116,7 +121,7 @@ pub mod log {
 pub mod prelude {
     pub use crate::columns::{BatchBuilder, decode_rows, encode_rows, read_rows};
     pub use crate::format::exports::pulsar_connect::plugin::codec::{
-        self, DecodedBatch, EncodedBatch,
+        self, DecodedBatch, EncodedBatch, RowKind,
     };
     pub use crate::format::pulsar_connect::plugin::types::{
         ColumnBatch, ConfigError, DataType, MessageBatch, RowError, RowType,

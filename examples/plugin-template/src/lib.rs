@@ -14,7 +14,11 @@ impl codec::Guest for Delimited {
     type Decoder = Codec;
     type Encoder = Codec;
 
-    fn create_decoder(options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+    fn create_decoder(
+        options: Options,
+        row_type: RowType,
+        _metadata: Vec<String>,
+    ) -> Result<codec::Decoder, ConfigError> {
         Ok(codec::Decoder::new(Codec::new(&options, row_type)?))
     }
 
@@ -78,7 +82,11 @@ impl codec::GuestDecoder for Codec {
 }
 
 impl codec::GuestEncoder for Codec {
-    fn encode_batch(&self, rows: ColumnBatch) -> Result<EncodedBatch, String> {
+    fn encode_batch(
+        &self,
+        rows: ColumnBatch,
+        _kinds: Option<Vec<codec::RowKind>>,
+    ) -> Result<EncodedBatch, String> {
         encode_rows(&self.row_type, &rows, |values| {
             let fields: Vec<String> = values
                 .iter()

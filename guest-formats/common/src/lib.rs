@@ -13,7 +13,7 @@ pub mod temporal;
 /// The SDK's typed column builder, the one every format writes its rows with.
 pub use pulsar_connect_plugin::columns::Cols;
 pub use pulsar_connect_plugin::format::exports::pulsar_connect::plugin::codec::{
-    DecodedBatch, EncodedBatch,
+    DecodedBatch, EncodedBatch, RowKind,
 };
 pub use pulsar_connect_plugin::format::pulsar_connect::plugin::types::{
     ByteColumn, Column, ColumnBatch, ColumnData, ConfigError, DataType, DecimalType, Field,
@@ -144,7 +144,32 @@ pub fn units_per_second(p: u8) -> i64 {
 pub fn decoded(cols: Cols, errors: Vec<RowError>) -> DecodedBatch {
     DecodedBatch {
         rows: cols.finish(),
+        messages: None,
+        kinds: None,
         errors,
+    }
+}
+
+/// Refuses readable metadata keys for a format that declares none (the host checks the keys against the
+/// manifest first, so this is the plugin's own guard).
+pub fn no_metadata(format: &str, metadata: &[String]) -> Result<(), ConfigError> {
+    match metadata.first() {
+        None => Ok(()),
+        Some(key) => Err(config_error(
+            None,
+            format!("format '{format}' has no readable metadata (asked for '{key}')"),
+        )),
+    }
+}
+
+/// Refuses row kinds other than insert for an insert-only format: the host never passes them (the
+/// planner refuses such an INSERT), so this is the plugin's own guard.
+pub fn inserts_only(format: &str, kinds: Option<&[RowKind]>) -> Result<(), String> {
+    match kinds.and_then(|k| k.iter().find(|k| !matches!(k, RowKind::Insert))) {
+        None => Ok(()),
+        Some(k) => Err(format!(
+            "format '{format}' writes inserts only, not {k:?} rows"
+        )),
     }
 }
 
@@ -187,6 +212,7 @@ impl Payloads {
         EncodedBatch {
             payloads: self.payloads,
             offsets: self.offsets,
+            absent: None,
             errors: self.errors,
         }
     }

@@ -774,7 +774,9 @@ mod component {
         fn create_decoder(
             options: Options,
             row_type: RowType,
+            metadata: Vec<String>,
         ) -> Result<codec::Decoder, ConfigError> {
+            format_common::no_metadata("csv", &metadata)?;
             super::decoder(&options, &row_type).map(codec::Decoder::new)
         }
 
@@ -793,7 +795,12 @@ mod component {
     }
 
     impl codec::GuestEncoder for super::Encoder {
-        fn encode_batch(&self, rows: ColumnBatch) -> Result<EncodedBatch, String> {
+        fn encode_batch(
+            &self,
+            rows: ColumnBatch,
+            kinds: Option<Vec<RowKind>>,
+        ) -> Result<EncodedBatch, String> {
+            format_common::inserts_only("csv", kinds.as_deref())?;
             self.encode(&rows)
         }
     }

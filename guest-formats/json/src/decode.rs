@@ -4,6 +4,7 @@ use crate::JsonOptions;
 use crate::check_types;
 use crate::parser::*;
 use crate::scan::{check_utf8, same_bytes};
+use crate::tree_decode::Tree;
 use format_common::temporal::{self, parse_date, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
     ConfigError, DataType, DecodedBatch, MessageBatch, RowError, RowType, config_error, decimal,
@@ -13,20 +14,23 @@ use pulsar_connect_plugin::columns::Cols;
 
 /// The fields of one ROW (the top level or a nested row column) as the decoder looks them up.
 #[derive(Debug, Clone)]
-struct RowPlan {
-    names: Vec<Vec<u8>>,
-    cols: Vec<usize>,
-    tys: Vec<usize>,
+pub(crate) struct RowPlan {
+    pub(crate) names: Vec<Vec<u8>>,
+    pub(crate) cols: Vec<usize>,
+    pub(crate) tys: Vec<usize>,
 }
 
 /// A configured decoder.
 #[derive(Debug)]
 pub struct Decoder {
-    rt: RowType,
-    opts: JsonOptions,
-    top: RowPlan,
+    pub(crate) rt: RowType,
+    pub(crate) opts: JsonOptions,
+    pub(crate) top: RowPlan,
     /// By column index: the plan of a nested ROW column.
-    nested: Vec<Option<RowPlan>>,
+    pub(crate) nested: Vec<Option<RowPlan>>,
+    /// `Some`: Flink's Jackson-tree conversions (the changelog formats, `crate::tree_decode`); `None`:
+    /// the json format's streaming ones.
+    pub(crate) tree: Option<Tree>,
 }
 
 /// Creates a decoder for `row_type` with format options (no `json.` prefix).
@@ -41,53 +45,56 @@ pub fn decoder(options: &[(String, String)], row_type: &RowType) -> Result<Decod
         ));
     }
     check_types(row_type)?;
-    let cols = Cols::new(row_type);
-    let top = RowPlan {
-        names: row_type
-            .fields
-            .iter()
-            .map(|f| f.name.as_bytes().to_vec())
-            .collect(),
-        cols: (0..row_type.fields.len()).collect(),
-        tys: row_type
-            .fields
-            .iter()
-            .map(|f| f.type_index as usize)
-            .collect(),
-    };
-    let nested = cols
-        .cols
-        .iter()
-        .enumerate()
-        .map(|(c, col)| match &row_type.types[col.ty].data_type {
-            DataType::Row(fields) => Some(RowPlan {
-                names: fields.iter().map(|f| f.name.as_bytes().to_vec()).collect(),
-                cols: cols.row_children(c).to_vec(),
-                tys: fields.iter().map(|f| f.type_index as usize).collect(),
-            }),
-            _ => None,
-        })
-        .collect();
-    Ok(Decoder {
-        rt: row_type.clone(),
-        opts,
-        top,
-        nested,
-    })
+    Ok(Decoder::build(opts, row_type, row_type.fields.len(), None))
 }
 
 impl Decoder {
+    /// A decoder of the first `fields` fields of `row_type` (checked).
+    pub(crate) fn build(
+        opts: JsonOptions,
+        row_type: &RowType,
+        fields: usize,
+        tree: Option<Tree>,
+    ) -> Decoder {
+        let cols = Cols::new(row_type);
+        let top_fields = &row_type.fields[..fields.min(row_type.fields.len())];
+        let top = RowPlan {
+            names: top_fields
+                .iter()
+                .map(|f| f.name.as_bytes().to_vec())
+                .collect(),
+            cols: (0..top_fields.len()).collect(),
+            tys: top_fields.iter().map(|f| f.type_index as usize).collect(),
+        };
+        let nested = cols
+            .cols
+            .iter()
+            .enumerate()
+            .map(|(c, col)| match &row_type.types[col.ty].data_type {
+                DataType::Row(fields) => Some(RowPlan {
+                    names: fields.iter().map(|f| f.name.as_bytes().to_vec()).collect(),
+                    cols: cols.row_children(c).to_vec(),
+                    tys: fields.iter().map(|f| f.type_index as usize).collect(),
+                }),
+                _ => None,
+            })
+            .collect();
+        Decoder {
+            rt: row_type.clone(),
+            opts,
+            top,
+            nested,
+            tree,
+        }
+    }
+
     /// Decodes a batch: one row per message, or a row error (skips are errors whose reason starts
     /// with [`format_common::SKIPPED`]).
     pub fn decode(&self, batch: &MessageBatch) -> Result<DecodedBatch, String> {
         let mut cols = Cols::new(&self.rt);
         cols.reserve(batch.count as usize, batch.payloads.len() / 2);
         let mut errors = Vec::new();
-        let mut p = Parser {
-            s: &[],
-            i: 0,
-            scratch: Vec::new(),
-        };
+        let mut p = Parser::new(&[]);
         for index in 0..batch.count as usize {
             let payload = slice_at(&batch.payloads, &batch.payload_offsets, index);
             if let Err(reason) = self.message(&mut p, payload, &mut cols) {
@@ -146,7 +153,7 @@ impl Decoder {
 
     /// Reads an object (at `{`) into the fields of `plan`. `row`: the nested ROW column being filled,
     /// whose children hold `base` values before this object; `None` for the top level.
-    fn object(
+    pub(crate) fn object(
         &self,
         p: &mut Parser<'_>,
         plan: &RowPlan,
@@ -157,6 +164,8 @@ impl Decoder {
         let n = plan.cols.len();
         let base = match row {
             Some(c) => cols.len(c),
+            // Tree mode writes several rows of a message before they are ended (and a row in parts).
+            None if self.tree.is_some() => plan.cols.first().map_or(0, |&c| cols.len(c)),
             None => cols.rows(),
         };
         let mut seen_small: u64 = 0;
@@ -237,6 +246,13 @@ impl Decoder {
                     ));
                 }
                 if !self.rt.types[plan.tys[k]].nullable {
+                    if self.tree.is_some() {
+                        // Flink's tree path passes the NULL on; the caller decides.
+                        p.null_in
+                            .get_or_insert_with(|| String::from_utf8_lossy(&plan.names[k]).into());
+                        cols.push_null(plan.cols[k]);
+                        continue;
+                    }
                     return convert(format!(
                         "field `{}` is missing and NOT NULL",
                         String::from_utf8_lossy(&plan.names[k])
@@ -263,21 +279,36 @@ impl Decoder {
                 "Fail to deserialize at field: {}: {m}",
                 String::from_utf8_lossy(name)
             ))),
+            Ok(()) => {
+                if let Some(n) = &mut p.null_in
+                    && n.is_empty()
+                {
+                    *n = String::from_utf8_lossy(name).into();
+                }
+                Ok(())
+            }
             other => other,
         }
     }
 
     /// One value of type `ty` into column `c`.
-    fn value(&self, p: &mut Parser<'_>, c: usize, ty: usize, cols: &mut Cols) -> R<()> {
+    pub(crate) fn value(&self, p: &mut Parser<'_>, c: usize, ty: usize, cols: &mut Cols) -> R<()> {
         let start = p.i;
         let len = cols.len(c);
-        match self.value_inner(p, c, ty, cols) {
+        let result = match self.tree {
+            Some(tree) => self.tree_value(p, c, ty, cols, tree),
+            None => self.value_inner(p, c, ty, cols),
+        };
+        match result {
             Err(Fail::Convert(m)) if self.opts.ignore_parse_errors => {
                 let _ = m;
                 cols.truncate(c, len);
                 p.i = start;
                 p.skip(0)?;
                 cols.push_null(c);
+                if self.tree.is_some() && !self.rt.types[ty].nullable {
+                    p.note_null();
+                }
                 Ok(())
             }
             Err(Fail::Convert(m)) => {
@@ -289,7 +320,13 @@ impl Decoder {
     }
 
     #[inline]
-    fn value_inner(&self, p: &mut Parser<'_>, c: usize, ty: usize, cols: &mut Cols) -> R<()> {
+    pub(crate) fn value_inner(
+        &self,
+        p: &mut Parser<'_>,
+        c: usize,
+        ty: usize,
+        cols: &mut Cols,
+    ) -> R<()> {
         let node = &self.rt.types[ty];
         let Some(tok) = p.peek() else {
             return p.eof();

@@ -14,15 +14,33 @@ use format_common::{
 pub struct Encoder {
     rt: RowType,
     opts: JsonOptions,
+    /// `"name":` of each field.
+    prefixes: Vec<Vec<u8>>,
 }
 
 /// Creates an encoder for `row_type` with format options (no `json.` prefix).
 pub fn encoder(options: &[(String, String)], row_type: &RowType) -> Result<Encoder, ConfigError> {
-    let opts = JsonOptions::parse(options)?;
+    encoder_with(JsonOptions::parse(options)?, row_type)
+}
+
+/// Creates an encoder for `row_type` with parsed options (for formats that write the json format's
+/// rows inside their own text, e.g. the changelog formats).
+pub fn encoder_with(opts: JsonOptions, row_type: &RowType) -> Result<Encoder, ConfigError> {
     check_types(row_type)?;
+    let prefixes = row_type
+        .fields
+        .iter()
+        .map(|f| {
+            let mut p = Vec::new();
+            write_string(f.name.as_bytes(), &mut p);
+            p.push(b':');
+            p
+        })
+        .collect();
     Ok(Encoder {
         rt: row_type.clone(),
         opts,
+        prefixes,
     })
 }
 
@@ -94,43 +112,34 @@ impl Encoder {
         let rows = batch.row_count as usize;
         let mut out = Payloads::with_capacity(rows);
         out.payloads.reserve(rows * 16 * self.rt.fields.len());
-        let prefixes: Vec<Vec<u8>> = self
-            .rt
-            .fields
-            .iter()
-            .map(|f| {
-                let mut p = Vec::new();
-                write_string(f.name.as_bytes(), &mut p);
-                p.push(b':');
-                p
-            })
-            .collect();
         for i in 0..rows {
-            let o = &mut out.payloads;
-            o.push(b'{');
-            let mut first = true;
-            let mut failed = None;
-            for (c, f) in self.rt.fields.iter().enumerate() {
-                if self.opts.ignore_null_fields && r.is_null(c, i) {
-                    continue;
-                }
-                if !first {
-                    o.push(b',');
-                }
-                first = false;
-                o.extend_from_slice(&prefixes[c]);
-                if let Err(e) = self.col_value(&r, c, f.type_index as usize, i, o) {
-                    failed = Some(format!("Fail to serialize at field: {}. {e}", f.name));
-                    break;
-                }
-            }
-            o.push(b'}');
-            match failed {
-                None => out.end(),
-                Some(e) => out.fail(i, e),
+            match self.write_row(&r, i, &mut out.payloads) {
+                Ok(()) => out.end(),
+                Err(e) => out.fail(i, e),
             }
         }
         Ok(out.finish())
+    }
+
+    /// Appends the JSON object of row `i` to `out` (on an error, whatever was appended is not a
+    /// complete object).
+    pub fn write_row(&self, r: &Reader<'_>, i: usize, o: &mut Vec<u8>) -> Result<(), String> {
+        o.push(b'{');
+        let mut first = true;
+        for (c, f) in self.rt.fields.iter().enumerate() {
+            if self.opts.ignore_null_fields && r.is_null(c, i) {
+                continue;
+            }
+            if !first {
+                o.push(b',');
+            }
+            first = false;
+            o.extend_from_slice(&self.prefixes[c]);
+            self.col_value(r, c, f.type_index as usize, i, o)
+                .map_err(|e| format!("Fail to serialize at field: {}. {e}", f.name))?;
+        }
+        o.push(b'}');
+        Ok(())
     }
 
     fn col_value(

@@ -25,9 +25,26 @@ pub(crate) struct Parser<'a> {
     pub(crate) s: &'a [u8],
     pub(crate) i: usize,
     pub(crate) scratch: Vec<u8>,
+    /// Tree mode only: the field where a NULL went into a NOT NULL type (Flink's tree path passes such
+    /// NULLs on; the caller decides), `Some("")` until the field is known.
+    pub(crate) null_in: Option<String>,
 }
 
 impl<'a> Parser<'a> {
+    pub(crate) fn new(s: &'a [u8]) -> Parser<'a> {
+        Parser {
+            s,
+            i: 0,
+            scratch: Vec::new(),
+            null_in: None,
+        }
+    }
+
+    /// Notes a NULL in a NOT NULL type (tree mode).
+    pub(crate) fn note_null(&mut self) {
+        self.null_in.get_or_insert_with(String::new);
+    }
+
     #[inline]
     pub(crate) fn ws(&mut self) {
         while let Some(&c) = self.s.get(self.i) {

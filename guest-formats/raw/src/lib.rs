@@ -337,7 +337,9 @@ mod component {
         fn create_decoder(
             options: Options,
             row_type: RowType,
+            metadata: Vec<String>,
         ) -> Result<codec::Decoder, ConfigError> {
+            format_common::no_metadata("raw", &metadata)?;
             super::decoder(&options, &row_type).map(codec::Decoder::new)
         }
 
@@ -359,7 +361,12 @@ mod component {
     }
 
     impl codec::GuestEncoder for RawEncoder {
-        fn encode_batch(&self, rows: ColumnBatch) -> Result<EncodedBatch, String> {
+        fn encode_batch(
+            &self,
+            rows: ColumnBatch,
+            kinds: Option<Vec<RowKind>>,
+        ) -> Result<EncodedBatch, String> {
+            format_common::inserts_only("raw", kinds.as_deref())?;
             self.0.encode(&rows)
         }
     }

@@ -12,21 +12,29 @@ use super::error::{Failure, Phase, PluginError, Result};
 use super::instance::{Configure, Instance};
 use super::loader::{Plugin, PluginShared, Pre};
 use super::manifest::Kind;
-use super::model::{ConfigError, MessageBatch, RowError, RowType};
+use super::model::{ConfigError, MessageBatch, RowError, RowKind, RowType};
 use super::schema::row_type_from_arrow;
 use super::state::PluginState;
 
-/// The rows decoded from a message batch. `batch` holds one row per message not in `errors`, in
-/// message order.
+/// The rows decoded from a message batch, in message order: the decoder's columns (the row type's, then
+/// the metadata columns it was asked for).
 #[derive(Debug, Clone)]
 pub struct Decoded {
     pub batch: RecordBatch,
+    /// The message of each row, ascending (a message may give several rows or none; checked). `None`: one
+    /// row per message not in `errors`.
+    pub messages: Option<Vec<u32>>,
+    /// The kind of each row (checked against the manifest's `changelog-mode`). `None`: inserts only.
+    pub kinds: Option<Vec<RowKind>>,
     pub errors: Vec<RowError>,
 }
 
 impl Decoded {
     /// The message index of each row of `batch`.
     pub fn row_messages(&self) -> Vec<u32> {
+        if let Some(m) = &self.messages {
+            return m.clone();
+        }
         let total = self.batch.num_rows() as u32 + self.errors.len() as u32;
         let mut bad = self.errors.iter().map(|e| e.index).peekable();
         (0..total)
@@ -42,11 +50,13 @@ impl Decoded {
     }
 }
 
-/// Payloads encoded from a row batch, one per row; rows in `errors` have an empty payload.
+/// Payloads encoded from a row batch, one per row; rows in `errors` have an empty payload, rows marked in
+/// `absent` none at all (a tombstone: a message without a value).
 #[derive(Debug, Clone)]
 pub struct Encoded {
     pub payloads: Vec<u8>,
     pub offsets: Vec<u32>,
+    pub absent: Option<Vec<u8>>,
     pub errors: Vec<RowError>,
 }
 
@@ -63,6 +73,40 @@ impl Encoded {
     pub fn payload(&self, i: usize) -> &[u8] {
         &self.payloads[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
+
+    /// The payloads of `rows` (in that order), as if only they had been encoded. Row errors are not kept:
+    /// callers check them first.
+    pub fn select(&self, rows: &[usize]) -> Encoded {
+        let mut payloads = Vec::new();
+        let mut offsets = Vec::with_capacity(rows.len() + 1);
+        offsets.push(0);
+        let mut absent = self
+            .absent
+            .as_ref()
+            .map(|_| vec![0u8; rows.len().div_ceil(8)]);
+        for (j, &i) in rows.iter().enumerate() {
+            payloads.extend_from_slice(self.payload(i));
+            offsets.push(payloads.len() as u32);
+            if let Some(a) = absent.as_mut()
+                && self.is_absent(i)
+            {
+                a[j / 8] |= 1 << (j % 8);
+            }
+        }
+        Encoded {
+            payloads,
+            offsets,
+            absent,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Row `i` has no payload at all (a tombstone).
+    pub fn is_absent(&self, i: usize) -> bool {
+        self.absent
+            .as_ref()
+            .is_some_and(|a| a.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0))
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -75,7 +119,10 @@ enum Role {
 struct FormatConfig {
     role: Role,
     options: Vec<(String, String)>,
+    /// The row type: the schema's columns but the metadata ones.
     row_type: RowType,
+    /// Decoders: the format's metadata keys produced after the row type's columns.
+    metadata: Vec<String>,
     schema: SchemaRef,
 }
 
@@ -106,7 +153,9 @@ impl Configure for FormatConfig {
         exports: &Self::Exports,
     ) -> wasmtime::Result<std::result::Result<ResourceAny, ConfigError>> {
         match self.role {
-            Role::Decoder => exports.create_decoder(store, &self.options, &self.row_type),
+            Role::Decoder => {
+                exports.create_decoder(store, &self.options, &self.row_type, &self.metadata)
+            }
             Role::Encoder => exports.create_encoder(store, &self.options, &self.row_type),
         }
     }
@@ -118,6 +167,7 @@ fn configure(
     role: Role,
     options: &[(String, String)],
     schema: SchemaRef,
+    metadata: &[String],
 ) -> Result<Instance<FormatConfig>> {
     let shared = plugin.shared.clone();
     if shared.manifest.kind != Kind::Format {
@@ -128,12 +178,43 @@ fn configure(
         ));
     }
     let options = plugin.resolve_options(options)?;
-    let row_type = row_type_from_arrow(&schema)
+    let declared = shared.manifest.metadata_types();
+    for key in metadata {
+        if !declared.iter().any(|(k, _)| k == key) {
+            let keys: Vec<&str> = declared.iter().map(|(k, _)| *k).collect();
+            return Err(PluginError::new(
+                &*shared.name,
+                Phase::Configure,
+                anyhow!(
+                    "has no readable metadata key '{key}' (it declares: {})",
+                    if keys.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        keys.join(", ")
+                    }
+                ),
+            ));
+        }
+    }
+    let physical = schema
+        .fields()
+        .len()
+        .checked_sub(metadata.len())
+        .ok_or_else(|| {
+            PluginError::new(
+                &*shared.name,
+                Phase::Configure,
+                anyhow!("internal: more metadata keys than columns"),
+            )
+        })?;
+    let row_schema = arrow::datatypes::Schema::new(schema.fields()[..physical].to_vec());
+    let row_type = row_type_from_arrow(&row_schema)
         .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, e))?;
     let config = FormatConfig {
         role,
         options,
         row_type,
+        metadata: metadata.to_vec(),
         schema,
     };
     Instance::start(shared, config)
@@ -172,8 +253,19 @@ impl Decoder {
         options: &[(String, String)],
         schema: SchemaRef,
     ) -> Result<Decoder> {
+        Decoder::with_metadata(plugin, options, schema, &[])
+    }
+
+    /// A decoder that also produces the format's readable metadata `keys` (declared in its manifest), as
+    /// the last `keys.len()` columns of `schema` (ADR 0016).
+    pub fn with_metadata(
+        plugin: &Plugin,
+        options: &[(String, String)],
+        schema: SchemaRef,
+        keys: &[String],
+    ) -> Result<Decoder> {
         Ok(Decoder {
-            inner: configure(plugin, Role::Decoder, options, schema)?,
+            inner: configure(plugin, Role::Decoder, options, schema, keys)?,
         })
     }
 
@@ -205,16 +297,35 @@ impl Decoder {
             )
         })?;
         let errors = decoded.errors;
-        if decoded.rows.row_count as usize + errors.len() != count as usize {
-            return Err(rejected(
+        let rows = decoded.rows.row_count;
+        let shape = match &decoded.messages {
+            Some(messages) => check_row_messages(messages, rows, &errors, count),
+            None if rows as usize + errors.len() != count as usize => Err(anyhow!(
+                "{rows} rows and {} errors for {count} messages",
+                errors.len()
+            )),
+            None => Ok(()),
+        };
+        let mode = shared.manifest.changelog_mode();
+        let shape = shape.and_then(|()| match &decoded.kinds {
+            Some(k) if k.len() != rows as usize => {
+                Err(anyhow!("{} row kinds for {rows} rows", k.len()))
+            }
+            Some(k) => match k.iter().find(|k| !mode.contains(**k)) {
+                Some(k) => Err(anyhow!(
+                    "a {} row, which its manifest's changelog-mode ({mode}) does not list",
+                    k.short_string()
+                )),
+                None => Ok(()),
+            },
+            None => Ok(()),
+        });
+        shape.map_err(|e| {
+            rejected(
                 shared,
-                format!(
-                    "decode-batch (batch {batch_no}) returned {} rows and {} errors for {count} messages",
-                    decoded.rows.row_count,
-                    errors.len()
-                ),
-            ));
-        }
+                format!("decode-batch (batch {batch_no}) returned {e:#}"),
+            )
+        })?;
         let batch = from_columns(decoded.rows, &self.inner.config().schema).map_err(|e| {
             rejected(
                 shared,
@@ -228,7 +339,12 @@ impl Decoder {
             0,
             errors.len() as u64,
         );
-        Ok(Decoded { batch, errors })
+        Ok(Decoded {
+            batch,
+            messages: decoded.messages,
+            kinds: decoded.kinds,
+            errors,
+        })
     }
 }
 
@@ -245,13 +361,41 @@ impl Encoder {
         schema: SchemaRef,
     ) -> Result<Encoder> {
         Ok(Encoder {
-            inner: configure(plugin, Role::Encoder, options, schema)?,
+            inner: configure(plugin, Role::Encoder, options, schema, &[])?,
         })
     }
 
-    /// Encodes one row batch (its schema must be the encoder's).
+    /// Encodes one batch of inserts (its schema must be the encoder's).
     pub fn encode(&mut self, batch: &RecordBatch) -> Result<Encoded> {
+        self.encode_changes(batch, None)
+    }
+
+    /// Encodes one row batch with the kind of each row (`None`: inserts only). Kinds the manifest's
+    /// `changelog-mode` does not list are refused here, before the plugin sees them.
+    pub fn encode_changes(
+        &mut self,
+        batch: &RecordBatch,
+        kinds: Option<&[RowKind]>,
+    ) -> Result<Encoded> {
         let shared = self.inner.shared().clone();
+        let mode = shared.manifest.changelog_mode();
+        if let Some(k) = kinds.and_then(|k| k.iter().find(|k| !mode.contains(**k))) {
+            return Err(PluginError::call(
+                &*shared.name,
+                Failure::Other,
+                anyhow!(
+                    "encode-batch: a {} row, which the format does not write (its changelog-mode: {mode})",
+                    k.short_string()
+                ),
+            ));
+        }
+        if kinds.is_some_and(|k| k.len() != batch.num_rows()) {
+            return Err(PluginError::call(
+                &*shared.name,
+                Failure::Other,
+                anyhow!("internal: encode-batch: one row kind per row expected"),
+            ));
+        }
         if batch.schema().fields() != self.inner.config().schema.fields() {
             return Err(PluginError::call(
                 &*shared.name,
@@ -265,7 +409,7 @@ impl Encoder {
         let batch_no = self.inner.next_batch();
         let called = self.inner.call(
             &format!("encode-batch (batch {batch_no})"),
-            |store, b, r| b.encode_batch(store, r, columns),
+            |store, b, r| b.encode_batch(store, r, columns, kinds),
         )?;
         let started = called.started;
         let encoded = called.value.map_err(|e| {
@@ -284,7 +428,13 @@ impl Encoder {
             && encoded.offsets.first() == Some(&0)
             && encoded.offsets.windows(2).all(|w| w[0] <= w[1])
             && encoded.offsets.last().map(|&l| l as usize) == Some(encoded.payloads.len());
-        if !offsets_ok {
+        let absent_ok = encoded.absent.as_ref().is_none_or(|a| {
+            a.len() >= rows.div_ceil(8)
+                && (0..rows).all(|i| {
+                    a[i / 8] & (1 << (i % 8)) == 0 || encoded.offsets[i] == encoded.offsets[i + 1]
+                })
+        });
+        if !offsets_ok || !absent_ok {
             return Err(rejected(
                 &shared,
                 format!(
@@ -304,7 +454,85 @@ impl Encoder {
         Ok(Encoded {
             payloads: encoded.payloads,
             offsets: encoded.offsets,
+            absent: encoded.absent,
             errors: encoded.errors,
         })
+    }
+}
+
+/// A decoder's `messages`: one per row, ascending, each a message of the batch that is not in `errors`.
+fn check_row_messages(
+    messages: &[u32],
+    rows: u32,
+    errors: &[RowError],
+    count: u32,
+) -> anyhow::Result<()> {
+    ensure!(
+        messages.len() == rows as usize,
+        "{} message indexes for {rows} rows",
+        messages.len()
+    );
+    ensure!(
+        messages.windows(2).all(|w| w[0] <= w[1]),
+        "message indexes that are not ascending"
+    );
+    if let Some(last) = messages.last() {
+        ensure!(
+            *last < count,
+            "a row of message {last} in a batch of {count}"
+        );
+    }
+    if let Some(e) = errors
+        .iter()
+        .find(|e| messages.binary_search(&e.index).is_ok())
+    {
+        anyhow::bail!(
+            "rows of message {}, which it also reported as an error",
+            e.index
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(index: u32) -> RowError {
+        RowError {
+            index,
+            reason: "bad".into(),
+            skip: false,
+        }
+    }
+
+    #[test]
+    fn row_messages_must_be_ascending_in_range_and_not_failed() {
+        assert!(check_row_messages(&[0, 0, 2, 2, 2], 5, &[error(1)], 3).is_ok());
+        assert!(check_row_messages(&[], 0, &[error(0)], 1).is_ok());
+        let msg = |m: &[u32], rows, errors: &[RowError], count| {
+            format!(
+                "{:#}",
+                check_row_messages(m, rows, errors, count).unwrap_err()
+            )
+        };
+        assert!(msg(&[0, 1], 3, &[], 2).contains("2 message indexes for 3 rows"));
+        assert!(msg(&[1, 0], 2, &[], 2).contains("not ascending"));
+        assert!(msg(&[0, 2], 2, &[], 2).contains("a row of message 2 in a batch of 2"));
+        assert!(msg(&[0, 1], 2, &[error(1)], 2).contains("message 1, which it also reported"));
+    }
+
+    #[test]
+    fn absent_rows_are_read_from_the_bitmap() {
+        let e = Encoded {
+            payloads: b"ab".to_vec(),
+            offsets: vec![0, 1, 1, 2, 2, 2, 2, 2, 2, 2],
+            absent: Some(vec![0b0000_0010, 0b0000_0001]),
+            errors: vec![],
+        };
+        let absent: Vec<usize> = (0..e.len()).filter(|&i| e.is_absent(i)).collect();
+        assert_eq!(absent, vec![1, 8]);
+        let none = Encoded { absent: None, ..e };
+        assert!(!(0..none.len()).any(|i| none.is_absent(i)));
     }
 }

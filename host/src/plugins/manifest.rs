@@ -7,11 +7,14 @@ use anyhow::{Context as _, bail};
 use serde::Deserialize;
 
 use crate::options::{Choices, OptionDecl, OptionKind, OptionSet, Value, parse_value};
+use crate::sql::{ChangelogMode, FlinkType, RowKind, parse_type};
 
 /// The WIT package every plugin world belongs to.
 pub const WIT_PACKAGE: &str = "pulsar-connect:plugin";
-/// The WIT versions this host implements (a released version is frozen; new ones are added beside it).
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
+/// The WIT versions of each world this host implements (a released version is frozen; new ones are added
+/// beside it). 0.2.0 changed only the format world (ADR 0016).
+pub const FORMAT_WIT_VERSIONS: &[&str] = &["0.1.0", "0.2.0"];
+pub const ROUTER_WIT_VERSIONS: &[&str] = &["0.1.0"];
 
 /// Hard ceiling on the memory a manifest may ask for, whatever it says.
 pub const HOST_MAX_MEMORY_MIB: u32 = 1024;
@@ -41,6 +44,26 @@ pub struct Manifest {
     /// (derived from the table's row type). Unset: none (the topic's messages are plain bytes).
     #[serde(default)]
     pub pulsar_schema: Option<PulsarSchema>,
+    /// Formats only, WIT 0.2.0 on: the row kinds the format reads and writes (`INSERT`, `UPDATE_BEFORE`,
+    /// `UPDATE_AFTER`, `DELETE`; ADR 0016). Unset: inserts only.
+    #[serde(default)]
+    pub changelog_mode: Option<Vec<String>>,
+    /// Formats only, WIT 0.2.0 on: the metadata a decoder can produce (a table reads key `k` as
+    /// `METADATA FROM 'value.k'`).
+    #[serde(default)]
+    pub metadata: Vec<MetadataSpec>,
+}
+
+/// A readable metadata key of a format.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct MetadataSpec {
+    pub key: String,
+    /// The Flink SQL type of the values (`STRING`, `TIMESTAMP_LTZ(3)`, `MAP<STRING, STRING>`).
+    #[serde(rename = "type")]
+    pub ty: String,
+    #[serde(default)]
+    pub doc: String,
 }
 
 /// A Pulsar schema type a format's payloads conform to; the schema itself is the Avro schema Flink's
@@ -212,6 +235,40 @@ impl Manifest {
         if self.pulsar_schema.is_some() && self.kind != Kind::Format {
             bail!("pulsar-schema only applies to formats");
         }
+        if self.changelog_mode.is_some() || !self.metadata.is_empty() {
+            let what = if self.changelog_mode.is_some() {
+                "changelog-mode"
+            } else {
+                "metadata"
+            };
+            if self.kind != Kind::Format {
+                bail!("{what} only applies to formats");
+            }
+            if world.version == "0.1.0" {
+                bail!(
+                    "{what} needs world {WIT_PACKAGE}/format@0.2.0 or later (0.1.0 has no row kinds or format metadata)"
+                );
+            }
+        }
+        for name in self.changelog_mode.iter().flatten() {
+            if RowKind::parse(name).is_none() {
+                bail!(
+                    "changelog-mode: `{name}` is not a row kind; expected {}",
+                    RowKind::ALL.map(RowKind::name).join(", ")
+                );
+            }
+        }
+        if self.changelog_mode.as_ref().is_some_and(|m| m.is_empty()) {
+            bail!("changelog-mode lists no row kind (leave it out for inserts only)");
+        }
+        let mut keys = BTreeSet::new();
+        for m in &self.metadata {
+            if !keys.insert(m.key.as_str()) {
+                bail!("metadata key `{}` is declared twice", m.key);
+            }
+            parse_type(&m.ty)
+                .map_err(|e| anyhow::anyhow!("metadata key `{}`: type `{}`: {e}", m.key, m.ty))?;
+        }
         if self.limits.memory_mib == 0 || self.limits.timeout_ms == 0 {
             bail!("limits.memory-mib and limits.timeout-ms must be positive");
         }
@@ -259,16 +316,36 @@ impl Manifest {
             "router" => Kind::Router,
             other => bail!("unknown world `{other}`: expected `format` or `router`"),
         };
-        if !SUPPORTED_WIT_VERSIONS.contains(&version) {
+        let supported = match kind {
+            Kind::Format => FORMAT_WIT_VERSIONS,
+            Kind::Router => ROUTER_WIT_VERSIONS,
+        };
+        if !supported.contains(&version) {
             bail!(
-                "world version {version} is not supported; this host implements {}",
-                SUPPORTED_WIT_VERSIONS.join(", ")
+                "world {name} version {version} is not supported; this host implements {name}@{}",
+                supported.join(format!(", {name}@").as_str())
             );
         }
         Ok(WorldRef {
             kind,
             version: version.to_owned(),
         })
+    }
+
+    /// The row kinds the format reads and writes (inserts only unless declared).
+    pub fn changelog_mode(&self) -> ChangelogMode {
+        match &self.changelog_mode {
+            Some(kinds) => ChangelogMode::of(kinds.iter().filter_map(|k| RowKind::parse(k))),
+            None => ChangelogMode::INSERT_ONLY,
+        }
+    }
+
+    /// The format's readable metadata: key and type (checked when the manifest was parsed).
+    pub fn metadata_types(&self) -> Vec<(&str, FlinkType)> {
+        self.metadata
+            .iter()
+            .filter_map(|m| parse_type(&m.ty).ok().map(|t| (m.key.as_str(), t)))
+            .collect()
     }
 
     /// The memory cap in bytes: the manifest's, capped by `host_max_mib`.
@@ -432,6 +509,27 @@ doc = "the schema"
 [limits]
 memory-mib = 32
 "#;
+
+    #[test]
+    fn changelog_declarations_need_a_format_of_wit_0_2_0() {
+        let m = Manifest::parse(MANIFEST, "demo").unwrap();
+        assert_eq!(m.changelog_mode(), ChangelogMode::INSERT_ONLY);
+        assert!(m.metadata_types().is_empty());
+        let with_mode = MANIFEST.replace(
+            "version = \"1.2.3\"",
+            "version = \"1.2.3\"\nchangelog-mode = [\"INSERT\", \"DELETE\"]",
+        );
+        let e = Manifest::parse(&with_mode, "demo").unwrap_err();
+        assert!(
+            format!("{e:#}")
+                .contains("changelog-mode needs world pulsar-connect:plugin/format@0.2.0"),
+            "{e:#}"
+        );
+        let with_metadata =
+            format!("{MANIFEST}\n[[metadata]]\nkey = \"source.table\"\ntype = \"STRING\"\n");
+        let e = Manifest::parse(&with_metadata, "demo").unwrap_err();
+        assert!(format!("{e:#}").contains("metadata needs world"), "{e:#}");
+    }
 
     #[test]
     fn parses_and_resolves_defaults() {

@@ -184,10 +184,17 @@ pub struct ConfigError {
     pub message: String,
 }
 
-/// What a decoder returned for a message batch: one row per message not in `errors`.
+/// Flink's row kind of a changelog row (ADR 0016); the SQL layer's type, shared by the whole host.
+pub use crate::sql::RowKind;
+
+/// What a decoder returned for a message batch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodedBatch {
     pub rows: ColumnBatch,
+    /// The message of each row, ascending (WIT 0.2.0 on). `None`: one row per message not in `errors`.
+    pub messages: Option<Vec<u32>>,
+    /// The row kind of each row (WIT 0.2.0 on). `None`: every row is an insert.
+    pub kinds: Option<Vec<RowKind>>,
     pub errors: Vec<RowError>,
 }
 
@@ -196,6 +203,8 @@ pub struct DecodedBatch {
 pub struct EncodedBatch {
     pub payloads: Vec<u8>,
     pub offsets: Vec<u32>,
+    /// A bitmap (LSB first) of the rows without a payload: tombstones (WIT 0.2.0 on). `None`: every row has one.
+    pub absent: Option<Vec<u8>>,
     pub errors: Vec<RowError>,
 }
 

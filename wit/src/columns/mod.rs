@@ -91,6 +91,8 @@ pub fn decode_rows(
     }
     Ok(DecodedBatch {
         rows: builder.finish(),
+        messages: None,
+        kinds: None,
         errors,
     })
 }
@@ -120,6 +122,7 @@ pub fn encode_rows(
     Ok(EncodedBatch {
         payloads,
         offsets,
+        absent: None,
         errors,
     })
 }

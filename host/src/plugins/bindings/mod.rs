@@ -9,11 +9,12 @@ use wasmtime::component::{InstancePre, Linker, ResourceAny};
 
 use super::model::{
     ColumnBatch, ConfigError, DecodedBatch, EncodedBatch, KeyBatch, MessageBatch, PropertyBatch,
-    RowType,
+    RowKind, RowType,
 };
 use super::state::PluginState;
 
 pub mod v0_1_0;
+pub mod v0_2_0;
 
 /// A format component pre-instantiated for the WIT version it implements.
 pub(crate) trait FormatComponent: Send + Sync {
@@ -26,11 +27,14 @@ pub(crate) trait FormatComponent: Send + Sync {
 /// The exports of one instance of a format component. The outer result is a trap, the inner one
 /// what the plugin returned.
 pub(crate) trait FormatInstance: Send + Sync {
+    /// `metadata`: the format's readable metadata keys the decoder must produce after the row type's
+    /// columns (WIT 0.2.0 on; always empty for a 0.1.0 plugin, whose manifest can declare none).
     fn create_decoder(
         &self,
         store: &mut Store<PluginState>,
         options: &[(String, String)],
         row_type: &RowType,
+        metadata: &[String],
     ) -> wasmtime::Result<Result<ResourceAny, ConfigError>>;
 
     fn create_encoder(
@@ -47,11 +51,14 @@ pub(crate) trait FormatInstance: Send + Sync {
         messages: MessageBatch,
     ) -> wasmtime::Result<Result<DecodedBatch, String>>;
 
+    /// `kinds`: the row kind of each row, `None` for inserts only (the host passes only kinds the
+    /// manifest's `changelog-mode` lists, so never any to a 0.1.0 plugin).
     fn encode_batch(
         &self,
         store: &mut Store<PluginState>,
         encoder: ResourceAny,
         rows: ColumnBatch,
+        kinds: Option<&[RowKind]>,
     ) -> wasmtime::Result<Result<EncodedBatch, String>>;
 }
 
@@ -83,7 +90,8 @@ pub(crate) trait RouterInstance: Send + Sync {
 
 /// Links the host's imports (`log`) of every WIT version.
 pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> anyhow::Result<()> {
-    v0_1_0::add_to_linker(linker)
+    v0_1_0::add_to_linker(linker)?;
+    v0_2_0::add_to_linker(linker)
 }
 
 /// The format component of WIT `version` (a version the manifest check accepted).
@@ -93,6 +101,7 @@ pub(crate) fn format_component(
 ) -> anyhow::Result<Box<dyn FormatComponent>> {
     match version {
         v0_1_0::VERSION => v0_1_0::format_component(pre),
+        v0_2_0::VERSION => v0_2_0::format_component(pre),
         other => Err(anyhow::anyhow!("no bindings for WIT version {other}")),
     }
 }

@@ -94,7 +94,16 @@ impl FormatInstance for FormatExports {
         store: &mut Store<PluginState>,
         options: &[(String, String)],
         row_type: &m::RowType,
+        metadata: &[String],
     ) -> wasmtime::Result<Result<ResourceAny, m::ConfigError>> {
+        if let Some(key) = metadata.first() {
+            return Ok(Err(m::ConfigError {
+                option: None,
+                message: format!(
+                    "metadata key '{key}': a WIT {VERSION} format has no readable metadata"
+                ),
+            }));
+        }
         let created = self.0.pulsar_connect_plugin_codec().call_create_decoder(
             store,
             options,
@@ -130,6 +139,8 @@ impl FormatInstance for FormatExports {
             .call_decode_batch(store, decoder, &message_batch_into_wit(messages))?;
         Ok(decoded.map(|d| m::DecodedBatch {
             rows: column_batch_from_wit(d.rows),
+            messages: None,
+            kinds: None,
             errors: row_errors_from_wit(d.errors),
         }))
     }
@@ -139,7 +150,14 @@ impl FormatInstance for FormatExports {
         store: &mut Store<PluginState>,
         encoder: ResourceAny,
         rows: m::ColumnBatch,
+        kinds: Option<&[m::RowKind]>,
     ) -> wasmtime::Result<Result<m::EncodedBatch, String>> {
+        if let Some(k) = kinds.and_then(|k| k.iter().find(|k| **k != m::RowKind::Insert)) {
+            return Ok(Err(format!(
+                "a WIT {VERSION} format writes inserts only, not {} rows",
+                k.short_string()
+            )));
+        }
         let encoded = self
             .0
             .pulsar_connect_plugin_codec()
@@ -148,16 +166,8 @@ impl FormatInstance for FormatExports {
         Ok(encoded.map(|e| m::EncodedBatch {
             payloads: e.payloads,
             offsets: e.offsets,
-            // Skips are a decoding notion: an encoder's reasons are kept as they are.
-            errors: e
-                .errors
-                .into_iter()
-                .map(|e| m::RowError {
-                    index: e.index,
-                    reason: e.reason,
-                    skip: false,
-                })
-                .collect(),
+            absent: None,
+            errors: encoder_errors_from_wit(e.errors),
         }))
     }
 }
@@ -206,17 +216,29 @@ impl RouterInstance for RouterExports {
     }
 }
 
-// ---- model ⇄ 0.1.0 ----
+// ---- model ⇄ 0.1.0 (0.2.0 shares these types: `bindings::v0_2_0` uses the conversions too) ----
 
-fn config_error(e: w::ConfigError) -> m::ConfigError {
+pub(super) fn config_error(e: w::ConfigError) -> m::ConfigError {
     m::ConfigError {
         option: e.option,
         message: e.message,
     }
 }
 
+/// Skips are a decoding notion: an encoder's reasons are kept as they are.
+pub(super) fn encoder_errors_from_wit(errors: Vec<w::RowError>) -> Vec<m::RowError> {
+    errors
+        .into_iter()
+        .map(|e| m::RowError {
+            index: e.index,
+            reason: e.reason,
+            skip: false,
+        })
+        .collect()
+}
+
 /// A decoder's reason starting with [`SKIPPED`] is a skip; the flag replaces the prefix.
-fn row_errors_from_wit(errors: Vec<w::RowError>) -> Vec<m::RowError> {
+pub(super) fn row_errors_from_wit(errors: Vec<w::RowError>) -> Vec<m::RowError> {
     errors
         .into_iter()
         .map(|e| match e.reason.strip_prefix(SKIPPED) {
@@ -234,7 +256,7 @@ fn row_errors_from_wit(errors: Vec<w::RowError>) -> Vec<m::RowError> {
         .collect()
 }
 
-fn row_type_to_wit(row: &m::RowType) -> w::RowType {
+pub(super) fn row_type_to_wit(row: &m::RowType) -> w::RowType {
     w::RowType {
         types: row
             .types
@@ -290,7 +312,7 @@ fn data_type_to_wit(t: &m::DataType) -> w::DataType {
     }
 }
 
-fn column_batch_to_wit(batch: m::ColumnBatch) -> w::ColumnBatch {
+pub(super) fn column_batch_to_wit(batch: m::ColumnBatch) -> w::ColumnBatch {
     use m::ColumnData as M;
     use w::ColumnData as W;
     w::ColumnBatch {
@@ -329,7 +351,7 @@ fn column_batch_to_wit(batch: m::ColumnBatch) -> w::ColumnBatch {
     }
 }
 
-fn column_batch_from_wit(batch: w::ColumnBatch) -> m::ColumnBatch {
+pub(super) fn column_batch_from_wit(batch: w::ColumnBatch) -> m::ColumnBatch {
     use m::ColumnData as M;
     use w::ColumnData as W;
     m::ColumnBatch {
@@ -388,7 +410,7 @@ fn property_batch_to_wit(p: &m::PropertyBatch) -> w::PropertyBatch {
 }
 
 /// Moves the batch's buffers into the WIT record (the decode path: no copy of the payloads).
-fn message_batch_into_wit(batch: m::MessageBatch) -> w::MessageBatch {
+pub(super) fn message_batch_into_wit(batch: m::MessageBatch) -> w::MessageBatch {
     let keys = batch.keys;
     w::MessageBatch {
         count: batch.count,

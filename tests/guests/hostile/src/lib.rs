@@ -25,7 +25,11 @@ impl codec::Guest for Hostile {
     type Decoder = Decoder;
     type Encoder = Encoder;
 
-    fn create_decoder(options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+    fn create_decoder(
+        options: Options,
+        row_type: RowType,
+        _metadata: Vec<String>,
+    ) -> Result<codec::Decoder, ConfigError> {
         if option(&options, "refuse") == Some("true") {
             return Err(ConfigError {
                 option: Some("refuse".into()),
@@ -106,7 +110,11 @@ impl codec::GuestDecoder for Decoder {
 }
 
 impl codec::GuestEncoder for Encoder {
-    fn encode_batch(&self, _rows: ColumnBatch) -> Result<EncodedBatch, String> {
+    fn encode_batch(
+        &self,
+        _rows: ColumnBatch,
+        _kinds: Option<Vec<codec::RowKind>>,
+    ) -> Result<EncodedBatch, String> {
         Err("the hostile format does not encode".into())
     }
 }

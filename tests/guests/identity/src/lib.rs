@@ -18,7 +18,11 @@ impl codec::Guest for Identity {
     type Decoder = IdentityDecoder;
     type Encoder = IdentityEncoder;
 
-    fn create_decoder(_options: Options, row_type: RowType) -> Result<codec::Decoder, ConfigError> {
+    fn create_decoder(
+        _options: Options,
+        row_type: RowType,
+        _metadata: Vec<String>,
+    ) -> Result<codec::Decoder, ConfigError> {
         BatchBuilder::new(&row_type).map_err(|message| ConfigError {
             option: None,
             message,
@@ -54,7 +58,11 @@ impl codec::GuestDecoder for IdentityDecoder {
 }
 
 impl codec::GuestEncoder for IdentityEncoder {
-    fn encode_batch(&self, rows: ColumnBatch) -> Result<EncodedBatch, String> {
+    fn encode_batch(
+        &self,
+        rows: ColumnBatch,
+        _kinds: Option<Vec<codec::RowKind>>,
+    ) -> Result<EncodedBatch, String> {
         encode_rows(&self.row_type, &rows, |values| {
             let mut out = Vec::new();
             put(&Value::Row(values.to_vec()), &mut out);

@@ -1,10 +1,21 @@
 //! Trivial format for the boundary benchmark: a message's payload is one BYTES column value and back.
 //! No per-row work happens in the guest, so a call measures the crossing itself.
+//!
+//! It also stands for a third-party plugin built against the frozen WIT 0.1.0 and never rebuilt: its
+//! bindings come from `wit/v0.1.0` through wit-bindgen directly (not the SDK, which exports 0.2.0), and the
+//! host must keep loading it next to 0.2.0 formats (ADR 0016).
 
-use pulsar_connect_plugin::format::pulsar_connect::plugin::types::{
-    ByteColumn, Column, ColumnData,
+wit_bindgen::generate!({
+    path: "../../../wit/v0.1.0",
+    world: "format",
+});
+
+use exports::pulsar_connect::plugin::codec::{self, DecodedBatch, EncodedBatch};
+use pulsar_connect::plugin::types::{
+    ByteColumn, Column, ColumnBatch, ColumnData, ConfigError, DataType, MessageBatch, RowType,
 };
-use pulsar_connect_plugin::prelude::*;
+
+type Options = Vec<(String, String)>;
 
 struct Passthrough;
 struct Decoder;
@@ -77,4 +88,4 @@ impl codec::GuestEncoder for Encoder {
     }
 }
 
-pulsar_connect_plugin::export_format!(Passthrough);
+export!(Passthrough);
