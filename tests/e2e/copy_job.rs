@@ -25,16 +25,27 @@ pub fn job_sql(
     output: &str,
     semantic: &str,
 ) -> String {
+    job_sql_in(broker, name, (input, "json"), (output, "json"), semantic)
+}
+
+/// [`job_sql`] with the input's and the output's value formats.
+pub fn job_sql_in(
+    broker: &TestBroker,
+    name: &str,
+    (input, input_format): (&str, &str),
+    (output, output_format): (&str, &str),
+    semantic: &str,
+) -> String {
     format!(
         "SET 'pipeline.name' = '{name}';
 SET 'execution.checkpointing.interval' = '300ms';
 SET 'execution.checkpointing.timeout' = '5s';
 CREATE TABLE src (seq BIGINT, payload STRING) WITH (
   'connector' = 'pulsar', 'topic' = '{input}', 'service-url' = '{su}', 'admin-url' = '{au}',
-  'format' = 'json', 'scan.startup.mode' = 'earliest');
+  'format' = '{input_format}', 'scan.startup.mode' = 'earliest');
 CREATE TABLE dst (seq BIGINT, payload STRING) WITH (
   'connector' = 'pulsar', 'topic' = '{output}', 'service-url' = '{su}',
-  'format' = 'json', 'sink.semantic' = '{semantic}',
+  'format' = '{output_format}', 'sink.semantic' = '{semantic}',
   'transaction-timeout' = '20s', 'max-block-time-ms' = '5000');
 INSERT INTO dst SELECT seq, payload FROM src;",
         su = broker.service_url,
@@ -70,10 +81,26 @@ pub async fn read_output(
     topic: &str,
     expect: usize,
 ) -> Result<BTreeMap<u64, usize>> {
+    read_output_by(broker, topic, expect, seq_of).await
+}
+
+/// The `seq` of a json output row.
+pub fn seq_of(v: &serde_json::Value) -> Option<u64> {
+    v["seq"].as_u64()
+}
+
+/// How often each output message counts under `key` (the message's JSON value to a number).
+pub async fn read_output_by(
+    broker: &TestBroker,
+    topic: &str,
+    expect: usize,
+    key: fn(&serde_json::Value) -> Option<u64>,
+) -> Result<BTreeMap<u64, usize>> {
     let mut counts = BTreeMap::new();
     for payload in read_payloads(broker, topic, expect, Duration::from_secs(90)).await? {
         let v: serde_json::Value = serde_json::from_slice(&payload)?;
-        *counts.entry(v["seq"].as_u64().unwrap()).or_insert(0) += 1;
+        let k = key(&v).ok_or_else(|| anyhow::anyhow!("an output message without its key: {v}"))?;
+        *counts.entry(k).or_insert(0) += 1;
     }
     Ok(counts)
 }
@@ -174,6 +201,14 @@ pub async fn produce_partitioned_input(
 }
 
 async fn produce_rows(broker: &TestBroker, input: &str, rows: Vec<u32>) -> Result<()> {
+    let payloads = rows
+        .into_iter()
+        .map(|i| format!(r#"{{"seq":{i},"payload":"row-{i:08}-{}"}}"#, "x".repeat(40)))
+        .collect();
+    produce_payloads(broker, input, payloads).await
+}
+
+async fn produce_payloads(broker: &TestBroker, input: &str, payloads: Vec<String>) -> Result<()> {
     let client = broker.client().await?;
     let producer = client
         .producer(input)
@@ -181,17 +216,9 @@ async fn produce_rows(broker: &TestBroker, input: &str, rows: Vec<u32>) -> Resul
         .batching_max_publish_delay(Duration::from_millis(5))
         .create()
         .await?;
-    let sends: Vec<_> = rows
+    let sends: Vec<_> = payloads
         .into_iter()
-        .map(|i| {
-            producer.send(
-                OutgoingMessage::with_payload(
-                    format!(r#"{{"seq":{i},"payload":"row-{i:08}-{}"}}"#, "x".repeat(40))
-                        .into_bytes(),
-                )
-                .into(),
-            )
-        })
+        .map(|p| producer.send(OutgoingMessage::with_payload(p.into_bytes()).into()))
         .collect();
     futures::future::try_join_all(sends).await?;
     producer.close().await?;
@@ -209,6 +236,9 @@ pub struct CopyJob {
     pub stateless: bool,
     /// Partitions of the input topic (0: not partitioned).
     pub partitions: u32,
+    /// What an output message counts as, and how many there are to read (default: its `seq`, `N`).
+    pub output_key: fn(&serde_json::Value) -> Option<u64>,
+    pub outputs: usize,
     pub log: PathBuf,
     _tmp: tempfile::TempDir,
 }
@@ -228,22 +258,72 @@ impl CopyJob {
         } else {
             produce_partitioned_input(&broker, &input, partitions).await?;
         }
+        let sql = job_sql(
+            &broker,
+            &format!("{semantic}-{}", now_ms()),
+            &input,
+            &output,
+            semantic,
+        );
+        Self::assemble(broker, input, output, partitions, &sql)
+    }
+
+    /// A copy job of changelog rows (ADR 0016): `N` Debezium change events in, message `i` a create of
+    /// row `i`, or for odd `i` an update of it (two rows: `-U` and `+U`); copied into a `debezium-json`
+    /// topic, where a `-U` is written as a delete event. An output message counts as `2 seq` (a create)
+    /// or `2 seq + 1` (a delete): every input gives `2 i`, an odd one `2 i + 1` as well.
+    pub async fn changelog(semantic: &str) -> Result<CopyJob> {
+        let broker = TestBroker::get();
+        let input = unique_topic(&format!("{semantic}-cdc-in"));
+        let output = unique_topic(&format!("{semantic}-cdc-out"));
+        let events = (0..N)
+            .map(|i| {
+                let row = |p: &str| format!(r#"{{"seq":{i},"payload":"{p}-{i:08}"}}"#);
+                if i % 2 == 1 {
+                    format!(
+                        r#"{{"before":{},"after":{},"op":"u"}}"#,
+                        row("old"),
+                        row("new")
+                    )
+                } else {
+                    format!(r#"{{"before":null,"after":{},"op":"c"}}"#, row("row"))
+                }
+            })
+            .collect();
+        produce_payloads(&broker, &input, events).await?;
+        let sql = job_sql_in(
+            &broker,
+            &format!("{semantic}-cdc-{}", now_ms()),
+            (&input, "debezium-json"),
+            (&output, "debezium-json"),
+            semantic,
+        );
+        let mut job = Self::assemble(broker, input, output, 0, &sql)?;
+        job.output_key = |v| match v["op"].as_str()? {
+            "c" => Some(2 * v["after"]["seq"].as_u64()?),
+            "d" => Some(2 * v["before"]["seq"].as_u64()? + 1),
+            _ => None,
+        };
+        job.outputs = (N + N / 2) as usize;
+        Ok(job)
+    }
+
+    fn assemble(
+        broker: TestBroker,
+        input: String,
+        output: String,
+        partitions: u32,
+        sql: &str,
+    ) -> Result<CopyJob> {
         let tmp = tempfile::tempdir()?;
         let job = tmp.path().join("job.sql");
-        std::fs::write(
-            &job,
-            job_sql(
-                &broker,
-                &format!("{semantic}-{}", now_ms()),
-                &input,
-                &output,
-                semantic,
-            ),
-        )?;
+        std::fs::write(&job, sql)?;
         Ok(CopyJob {
             state: tmp.path().join("state"),
             stateless: false,
             partitions,
+            output_key: seq_of,
+            outputs: N as usize,
             log: tmp.path().join("job.log"),
             job,
             broker,
@@ -445,7 +525,8 @@ impl CopyJob {
             tokio::time::sleep(START_UP).await;
         }
         let log_text = self.log_text();
-        let counts = read_output(&self.broker, &self.output, N as usize).await?;
+        let counts =
+            read_output_by(&self.broker, &self.output, self.outputs, self.output_key).await?;
         let warnings = log_text
             .lines()
             .filter(|l| l.contains("ERROR") || l.contains("WARN"))

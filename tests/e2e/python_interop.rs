@@ -213,7 +213,13 @@ async fn what_we_write_batched_and_compressed_the_official_client_reads() -> Res
                 .property("index", i.to_string())
                 .property("codec", name)
                 .event_time_ms(1_650_000_000_000 + i);
-            writer.send_keyed((i % 2) as u32, message, key_b64).await?;
+            writer
+                .send_keyed(
+                    (i % 2) as u32,
+                    message,
+                    pulsar_connect::pulsar::writer::MessageFlags::keyed(key_b64),
+                )
+                .await?;
             expected.insert(payload, (key, i));
         }
         writer.close().await?;

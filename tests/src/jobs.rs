@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
+use pulsar_connect::connector_api::changelog::ChangelogMode;
 use pulsar_connect::connector_api::{
     CatalogTable, ConnectorFactory, Registry, Sink, SinkFactory, SourceFactory,
 };
@@ -17,7 +18,7 @@ use pulsar_connect::runtime::{self, Metrics, RunOptions, RunSummary};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// Rows written to `collect` tables, formatted as Flink rows (`+I[...]`).
+/// Rows written to `collect` tables, formatted as Flink rows (`+I[...]`, `-D[...]`).
 pub type Collected = Arc<Mutex<Vec<String>>>;
 
 static COLLECT_OPTIONS: LazyLock<OptionSet> =
@@ -43,6 +44,10 @@ impl ConnectorFactory for CollectFactory {
 impl SinkFactory for CollectFactory {
     fn create_sink(&self, _t: &CatalogTable) -> Result<Box<dyn Sink>> {
         Ok(Box::new(CollectSink(self.0.clone())))
+    }
+    /// Every row kind, printed as Flink's `print` does (`-U[...]`, ADR 0016).
+    fn accepted_changelog_mode(&self, _t: &CatalogTable) -> ChangelogMode {
+        ChangelogMode::ALL
     }
 }
 

@@ -21,21 +21,16 @@ impl Registry {
         Self::with_plugins(Arc::new(PluginCatalog::new(resolve_plugin_dir(None))))
     }
 
-    /// The built-in connectors: `print`, `datagen`, `blackhole`, `pulsar` (and `pulsar-inlong`), the
-    /// Pulsar connector reading plugins from `plugins`.
+    /// The built-in connectors: `print`, `datagen`, `blackhole`, `pulsar` and `upsert-pulsar` (and their
+    /// InLong names), the Pulsar connector reading plugins from `plugins`.
     pub fn with_plugins(plugins: Arc<PluginCatalog>) -> Self {
         let mut r = Registry::default();
         r.register(Arc::new(print::PrintFactory::new()));
         r.register(Arc::new(datagen::DatagenFactory::new()));
         r.register(Arc::new(blackhole::BlackholeFactory::new()));
-        r.register(Arc::new(pulsar::PulsarFactory::new(
-            "pulsar",
-            plugins.clone(),
-        )));
-        r.register(Arc::new(pulsar::PulsarFactory::new(
-            "pulsar-inlong",
-            plugins,
-        )));
+        for name in pulsar::NAMES {
+            r.register(Arc::new(pulsar::PulsarFactory::new(name, plugins.clone())));
+        }
         r
     }
 }

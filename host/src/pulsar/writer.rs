@@ -69,6 +69,26 @@ fn register_compressor() {
     });
 }
 
+/// How a message's key and value are to be read (set in its metadata when it is sent).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageFlags {
+    /// The key is the base64 text of binary key bytes (Pulsar's `partition_key_b64_encoded`, what Java's
+    /// `keyBytes(...)` writes), so readers get the bytes back.
+    pub key_b64: bool,
+    /// The message has no value (Pulsar's `null_value`, Java's `value(null)`): a tombstone.
+    pub null_value: bool,
+}
+
+impl MessageFlags {
+    /// A key given as bytes.
+    pub fn keyed(key_b64: bool) -> MessageFlags {
+        MessageFlags {
+            key_b64,
+            null_value: false,
+        }
+    }
+}
+
 /// A send the broker did not acknowledge.
 #[derive(Debug, thiserror::Error)]
 #[error("send to {topic} failed: {reason}")]
@@ -77,8 +97,8 @@ pub struct SendFailure {
     pub reason: String,
     /// The message, when the writer keeps failed messages (for a dead-letter topic).
     pub message: Option<OutgoingMessage>,
-    /// Whether the message's key is the base64 text of key bytes (see [`TopicWriter::send_keyed`]).
-    pub key_b64: bool,
+    /// How its key and value are read (see [`TopicWriter::send_keyed`]).
+    pub flags: MessageFlags,
 }
 
 type InFlight =
@@ -185,16 +205,16 @@ impl TopicWriter {
     /// too many sends are in flight. A failed send is not an error here: it is reported by [`Self::flush`]
     /// (and [`Self::take_failures`]).
     pub async fn send(&mut self, partition: u32, message: OutgoingMessage) -> Result<()> {
-        self.send_keyed(partition, message, false).await
+        self.send_keyed(partition, message, MessageFlags::default())
+            .await
     }
 
-    /// [`Self::send`]; `key_b64` marks the key as the base64 text of binary key bytes (Pulsar's
-    /// `partition_key_b64_encoded`, what Java's `keyBytes(...)` writes), so readers get the bytes back.
+    /// [`Self::send`] with [`MessageFlags`]: a key given as bytes, a tombstone.
     pub async fn send_keyed(
         &mut self,
         partition: u32,
         message: OutgoingMessage,
-        key_b64: bool,
+        flags: MessageFlags,
     ) -> Result<()> {
         let idx = if self.partitioned {
             partition as usize
@@ -214,8 +234,11 @@ impl TopicWriter {
         let (target, producer) = &self.producers[idx];
         let kept = self.keep_failed.then(|| message.clone());
         let mut proto: magnetar::proto::producer::OutgoingMessage = message.into();
-        if key_b64 && proto.metadata.partition_key.is_some() {
+        if flags.key_b64 && proto.metadata.partition_key.is_some() {
             proto.metadata.partition_key_b64_encoded = Some(true);
+        }
+        if flags.null_value {
+            proto.metadata.null_value = Some(true);
         }
         proto.metadata.compression = self.compression;
         let fut = producer.send(proto);
@@ -225,7 +248,7 @@ impl TopicWriter {
                 topic,
                 reason: e.to_string(),
                 message: kept,
-                key_b64,
+                flags,
             })
         }));
         // Collect receipts that are already in, without waiting.

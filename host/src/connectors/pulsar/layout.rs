@@ -11,10 +11,13 @@ use crate::connector_api::CatalogTable;
 use crate::plugins::schema::SQL_TYPE_KEY;
 use crate::sql::{ColumnKind, FlinkType, TypeKind};
 
+/// The prefix of a metadata key that the value format produces (`METADATA FROM 'value.source.table'`).
+pub const FORMAT_METADATA_PREFIX: &str = "value.";
+
 /// Where a column of the source (or sink) schema comes from (or goes to).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnSource {
-    /// Column `i` of the value format's rows.
+    /// Column `i` of the value format's rows (past the value columns: its metadata columns).
     Value(usize),
     /// Column `i` of the key format's rows.
     Key(usize),
@@ -29,6 +32,10 @@ pub struct Layout {
     pub value_schema: SchemaRef,
     /// Schema of the key format's rows (key fields, prefix stripped, `key.fields` order); `None` without a key format.
     pub key_schema: Option<SchemaRef>,
+    /// The value format's metadata keys the table reads (`value.` stripped, each once, in column order).
+    pub value_metadata: Vec<String>,
+    /// What the value decoder produces: `value_schema`'s columns, then one per `value_metadata` key.
+    pub value_read_schema: SchemaRef,
     /// For each source column (physical + metadata, declaration order): where it comes from.
     pub source: Vec<ColumnSource>,
     /// For each sink column (physical + non-virtual metadata): where it goes.
@@ -75,7 +82,9 @@ pub fn plugin_field(name: &str, ty: &FlinkType) -> Field {
 }
 
 impl Layout {
-    pub fn of(table: &CatalogTable) -> Result<Layout> {
+    /// `upsert`: the key fields are the primary key's columns (in its order), and a source reads them from
+    /// the key whatever `value.fields-include` says (a tombstone has no value).
+    pub fn of(table: &CatalogTable, upsert: bool) -> Result<Layout> {
         let o = &table.options;
         let physical: Vec<(&str, &FlinkType)> = table
             .def
@@ -87,13 +96,16 @@ impl Layout {
             })
             .collect();
         let key_format = o.get("key.format");
-        let key_fields = o.get("key.fields").map(split_list).unwrap_or_default();
+        let key_fields = match (&table.def.primary_key, upsert) {
+            (Some(pk), true) => pk.clone(),
+            _ => o.get("key.fields").map(split_list).unwrap_or_default(),
+        };
         let prefix = o.get("key.fields-prefix").unwrap_or("");
         let except_key = o.get("value.fields-include") == Some("EXCEPT_KEY");
         // `'key.fields' = ''` is still a key-fields declaration (both peers refuse it without a key format).
         match (
             key_format.is_some(),
-            key_fields.is_empty() && !o.contains("key.fields"),
+            key_fields.is_empty() && !o.contains("key.fields") && !upsert,
         ) {
             (true, _) if key_fields.is_empty() => bail!(
                 "option 'key.format': a key format 'key.format' requires the declaration of one or more key fields using 'key.fields'"
@@ -149,23 +161,48 @@ impl Layout {
                     .collect::<Vec<_>>(),
             ))
         });
-        let physical_source = |name: &str| -> ColumnSource {
+        let physical_at = |name: &str, key_first: bool| -> ColumnSource {
             let i = physical
                 .iter()
                 .position(|(n, _)| *n == name)
                 .expect("a physical column");
-            match value_indices.iter().position(|&v| v == i) {
-                Some(v) => ColumnSource::Value(v),
-                None => ColumnSource::Key(key_indices.iter().position(|&k| k == i).unwrap_or(0)),
+            let key = key_indices.iter().position(|&k| k == i);
+            match (value_indices.iter().position(|&v| v == i), key) {
+                (_, Some(k)) if key_first => ColumnSource::Key(k),
+                (Some(v), _) => ColumnSource::Value(v),
+                (None, k) => ColumnSource::Key(k.unwrap_or(0)),
             }
         };
-        let source = table
-            .source_columns()
-            .map(|c| match &c.kind {
-                ColumnKind::Physical(_) => physical_source(&c.name),
-                _ => ColumnSource::Metadata(table.metadata_key(c).unwrap_or(&c.name).to_owned()),
-            })
+        let physical_source = |name: &str| physical_at(name, false);
+        let mut value_metadata: Vec<String> = Vec::new();
+        let mut read_fields: Vec<Field> = value_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
             .collect();
+        let mut source = Vec::new();
+        for c in table.source_columns() {
+            let key = table.metadata_key(c).unwrap_or(&c.name);
+            source.push(match &c.kind {
+                ColumnKind::Physical(_) => physical_at(&c.name, upsert),
+                ColumnKind::Metadata { ty, .. } => match key.strip_prefix(FORMAT_METADATA_PREFIX) {
+                    Some(k) => {
+                        let j = match value_metadata.iter().position(|m| m == k) {
+                            Some(j) => j,
+                            None => {
+                                value_metadata.push(k.to_owned());
+                                read_fields.push(plugin_field(k, ty));
+                                value_metadata.len() - 1
+                            }
+                        };
+                        ColumnSource::Value(value_schema.fields().len() + j)
+                    }
+                    None => ColumnSource::Metadata(key.to_owned()),
+                },
+                ColumnKind::Computed { .. } => ColumnSource::Metadata(key.to_owned()),
+            });
+        }
+        let value_read_schema = Arc::new(Schema::new(read_fields));
         let sink_cols: Vec<_> = table.sink_columns().collect();
         let sink = sink_cols
             .iter()
@@ -186,6 +223,8 @@ impl Layout {
         Ok(Layout {
             value_schema,
             key_schema,
+            value_metadata,
+            value_read_schema,
             source,
             sink,
             sink_value_columns,

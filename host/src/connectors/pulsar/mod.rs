@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use anyhow::{Result, anyhow, bail};
 
+use crate::connector_api::changelog::{ChangelogMode, RowKind};
 use crate::connector_api::{
     CatalogTable, ConnectorFactory, JobSettings, MetadataDecl, Parallelism, Sink, SinkFactory,
     Source, SourceFactory, TableConfigSlot,
@@ -40,16 +41,31 @@ use source::{PulsarSource, SourceSpec};
 /// The router used when `sink.message-router` is not set: Pulsar's default routing.
 pub const DEFAULT_ROUTER: &str = "round-robin";
 
+/// The names the Pulsar connector is registered under: the append-only log and the upsert table (ADR 0016),
+/// each also under InLong's name.
+pub const NAMES: [&str; 4] = [
+    "pulsar",
+    "pulsar-inlong",
+    "upsert-pulsar",
+    "upsert-pulsar-inlong",
+];
+
 /// The Pulsar connector under one of its names.
 pub struct PulsarFactory {
     name: &'static str,
+    /// `upsert-pulsar`: a table keyed by its primary key (tombstones are deletes).
+    upsert: bool,
     plugins: Arc<PluginCatalog>,
 }
 
 impl PulsarFactory {
-    /// `pulsar` or `pulsar-inlong`, reading format and router plugins from `plugins`.
+    /// One of [`NAMES`], reading format and router plugins from `plugins`.
     pub fn new(name: &'static str, plugins: Arc<PluginCatalog>) -> Self {
-        PulsarFactory { name, plugins }
+        PulsarFactory {
+            name,
+            upsert: name.starts_with("upsert-"),
+            plugins,
+        }
     }
 
     fn plugins(&self) -> Arc<PluginCatalog> {
@@ -99,6 +115,12 @@ impl ConnectorFactory for PulsarFactory {
         &metadata::DECLS
     }
 
+    /// `value.<key>`: the value format's readable metadata (its manifest's `[[metadata]]`), checked in
+    /// `validate_table` (ADR 0016).
+    fn owns_metadata_key(&self, key: &str) -> bool {
+        key.starts_with(layout::FORMAT_METADATA_PREFIX)
+    }
+
     fn plugin_option_prefixes(&self, raw: &[(String, String, Pos)]) -> Vec<String> {
         config::format_prefixes(|k| {
             raw.iter()
@@ -108,14 +130,18 @@ impl ConnectorFactory for PulsarFactory {
     }
 
     fn validate_table(&self, table: &CatalogTable) -> Result<Option<TableConfigSlot>> {
-        let cfg = PulsarTableConfig::decode(table, &self.plugins())?;
-        if let Some(pk) = &table.def.primary_key {
+        if !self.upsert
+            && let Some(pk) = &table.def.primary_key
+        {
             bail!(
-                "PRIMARY KEY ({}) is not supported by connector '{}' (an append-only log); the upsert variant is not available yet",
+                "PRIMARY KEY ({}) is not supported by connector '{}' (an append-only log of messages, where a key is not unique); use connector 'upsert-{}' for a table keyed by its primary key",
                 pk.join(", "),
+                self.name,
                 self.name
             );
         }
+        let cfg =
+            PulsarTableConfig::decode(table, &self.plugins(), self.upsert.then_some(self.name))?;
         // Routers are only needed by sinks; a missing router plugin is reported when the table is written.
         if cfg.sink.router.is_some() {
             self.router(&cfg)?;
@@ -180,6 +206,18 @@ impl SourceFactory for PulsarFactory {
             Err(_) => Parallelism::Single,
         }
     }
+
+    /// The value format's row kinds (`debezium-json`: all four; `json`: inserts).
+    fn changelog_mode(&self, table: &CatalogTable) -> ChangelogMode {
+        if self.upsert {
+            // A message with a value upserts its key (`+U`), a tombstone deletes it (`-D`).
+            return ChangelogMode::of([RowKind::UpdateAfter, RowKind::Delete]);
+        }
+        self.config(table)
+            .ok()
+            .and_then(|cfg| cfg.value_format.as_ref().map(|f| f.changelog_mode))
+            .unwrap_or(ChangelogMode::INSERT_ONLY)
+    }
 }
 
 impl SinkFactory for PulsarFactory {
@@ -188,6 +226,19 @@ impl SinkFactory for PulsarFactory {
             Ok(cfg) => Parallelism::Parallel(cfg.sink.parallelism),
             Err(_) => Parallelism::Single,
         }
+    }
+
+    /// The value format's row kinds: an append-only log takes updates and deletes only through a
+    /// changelog format that writes them (`debezium-json`), as Flink's Pulsar sink.
+    fn accepted_changelog_mode(&self, table: &CatalogTable) -> ChangelogMode {
+        if self.upsert {
+            // `+I`/`+U` write the key's value, `-D` a tombstone; `-U` is dropped (its `+U` follows).
+            return ChangelogMode::ALL;
+        }
+        self.config(table)
+            .ok()
+            .and_then(|cfg| cfg.value_format.as_ref().map(|f| f.changelog_mode))
+            .unwrap_or(ChangelogMode::INSERT_ONLY)
     }
 
     fn create_sink(&self, table: &CatalogTable) -> Result<Box<dyn Sink>> {

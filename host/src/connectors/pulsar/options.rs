@@ -424,7 +424,7 @@ fn top_level_decls() -> Vec<OptionDecl> {
 pub static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
     OptionSet::new(
         "connector 'pulsar'",
-        "Source and sink (also registered as `pulsar-inlong`). Format options are the format's own, prefixed with the format name (`json.ignore-parse-errors`) or `key.<format>.` for the key format; they are checked against the plugin's manifest.",
+        "Source and sink (also registered as `pulsar-inlong`). Format options are the format's own, prefixed with the format name (`json.ignore-parse-errors`) or `key.<format>.` for the key format; they are checked against the plugin's manifest. A changelog value format (`debezium-json`, `canal-json`, `maxwell-json`) reads and writes updates and deletes, and its readable metadata is `METADATA FROM 'value.<key>'`. The same options serve `upsert-pulsar` (also `upsert-pulsar-inlong`): a table keyed by its `PRIMARY KEY (..) NOT ENFORCED`, which is the message key (`key.format` required, insert-only `key.format` and `value.format`, no `key.fields`, one `topic`); its source reads from the earliest message, a message with a value is an upsert (`+U`) and a tombstone (no value) a delete (`-D`) of its key; its sink writes `+I`/`+U` as key and value, `-D` as a tombstone with the key, drops `-U`, and routes with `key-hash` (no `scan.startup.*`, no other `sink.message-router`).",
         top_level_decls(),
         vec![
             Rule::MutuallyExclusive(TOPIC, TOPIC_PATTERN),

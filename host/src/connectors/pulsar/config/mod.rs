@@ -7,17 +7,19 @@
 //! [`SourceConfig::startup`] ([`startup`]), used by the source's fresh start (`source::fresh_start`).
 
 mod startup;
+mod upsert;
 
 use std::time::Duration;
 
 use arrow::datatypes::SchemaRef;
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 use super::client_config::{authentication, tls_options};
 use super::layout::Layout;
 use super::options as opt;
 use crate::connector_api::CatalogTable;
+use crate::connector_api::changelog::ChangelogMode;
 use crate::options::{OptionError, ResolvedOptions};
 use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::error::PluginError;
@@ -26,7 +28,7 @@ use crate::pulsar::client::ClientConfig;
 use crate::pulsar::reader::{DataLossPolicy, SubscriptionKind};
 use crate::pulsar::topics::{TopicName, TopicSelection, parse_topic_list};
 use crate::pulsar::writer::WriterConfig;
-use crate::sql::ColumnKind;
+use crate::sql::{ColumnKind, FlinkType};
 use magnetar::proto::types::CompressionKind;
 pub use startup::{OffsetStart, SpecificOffset, Startup, parse_specific_offsets};
 use startup::{startup, subscription_kind};
@@ -43,6 +45,10 @@ pub struct FormatSpec {
     pub prefix: String,
     /// The table's option that names the format (`format`, `key.format`).
     pub role: String,
+    /// The row kinds the format reads and writes (its manifest's `changelog-mode`, ADR 0016).
+    pub changelog_mode: ChangelogMode,
+    /// The format's readable metadata: key and type (its manifest's `[[metadata]]`).
+    pub metadata: Vec<(String, FlinkType)>,
 }
 
 impl FormatSpec {
@@ -124,6 +130,8 @@ pub struct PulsarTableConfig {
     pub value_format: Option<FormatSpec>,
     pub key_format: Option<FormatSpec>,
     pub layout: Layout,
+    /// `upsert-pulsar`: keyed by the primary key; tombstones are deletes (see [`upsert::check`]).
+    pub upsert: bool,
     pub source: SourceConfig,
     pub sink: SinkConfig,
     /// `properties.` keys accepted but not applied (warned about at start).
@@ -187,6 +195,12 @@ fn format_spec(
         skip_errors,
         prefix: prefixes.first().cloned().unwrap_or_default(),
         role: role.to_owned(),
+        changelog_mode: manifest.changelog_mode(),
+        metadata: manifest
+            .metadata_types()
+            .into_iter()
+            .map(|(k, t)| (k.to_owned(), t))
+            .collect(),
     })
 }
 
@@ -202,31 +216,48 @@ impl PulsarTableConfig {
     /// The table's value codec and, with a key format, its key codec: each format plugin loaded (verified,
     /// compiled through the cache) and `make` (a decoder's or an encoder's factory) run with the format's
     /// options and row type; a refusal names the table's format option.
+    ///
+    /// `reading`: the value codec also produces the format metadata the table reads (`make` gets the keys,
+    /// and the value columns followed by the metadata columns as its schema).
     pub fn format_codecs<T>(
         &self,
         plugins: &PluginCatalog,
-        make: impl Fn(&Plugin, &[(String, String)], SchemaRef) -> Result<T, PluginError>,
+        reading: bool,
+        make: impl Fn(&Plugin, &[(String, String)], SchemaRef, &[String]) -> Result<T, PluginError>,
     ) -> Result<(Codec<'_, T>, Option<Codec<'_, T>>)> {
         let value_spec = self
             .value_format
             .as_ref()
             .ok_or_else(|| anyhow!("table '{}': no value format", self.table))?;
-        let build = |spec: &FormatSpec, schema: &SchemaRef| -> Result<T> {
+        let build = |spec: &FormatSpec, schema: &SchemaRef, keys: &[String]| -> Result<T> {
             let plugin = plugins.load(&spec.plugin, Kind::Format)?;
-            make(&plugin, &spec.options, schema.clone())
+            make(&plugin, &spec.options, schema.clone(), keys)
                 .map_err(|e| spec.factory_error(&self.table, &e))
         };
-        let value = (build(value_spec, &self.layout.value_schema)?, value_spec);
+        let value = if reading {
+            build(
+                value_spec,
+                &self.layout.value_read_schema,
+                &self.layout.value_metadata,
+            )?
+        } else {
+            build(value_spec, &self.layout.value_schema, &[])?
+        };
         let key = match (&self.key_format, &self.layout.key_schema) {
-            (Some(k), Some(schema)) => Some((build(k, schema)?, k)),
+            (Some(k), Some(schema)) => Some((build(k, schema, &[])?, k)),
             _ => None,
         };
-        Ok((value, key))
+        Ok(((value, value_spec), key))
     }
 
     /// Decodes `table`'s validated options (the option layer has applied defaults and rules) and reads
-    /// the files they name. Called once per table, by the catalog's validation.
-    pub fn decode(table: &CatalogTable, catalog: &PluginCatalog) -> Result<Self> {
+    /// the files they name. Called once per table, by the catalog's validation. `upsert`: the name of the
+    /// upsert connector the table uses (`upsert-pulsar`), whose extra rules apply.
+    pub fn decode(
+        table: &CatalogTable,
+        catalog: &PluginCatalog,
+        upsert: Option<&str>,
+    ) -> Result<Self> {
         let o = &table.options;
         let name = table.name();
         let service_url = o.get("service-url").unwrap_or_default().trim().to_owned();
@@ -265,7 +296,10 @@ impl PulsarTableConfig {
             &mut tls_ignored,
         )?;
         client.operation_timeout = millis(o, opt::OPERATION_TIMEOUT);
-        let layout = Layout::of(table)?;
+        if let Some(connector) = upsert {
+            upsert::check_options(table, connector)?;
+        }
+        let layout = Layout::of(table, upsert.is_some())?;
         let prefixes = format_prefixes(|k| o.get(k));
         let value_format = match o.get("format") {
             Some(format) => Some(format_spec(
@@ -298,7 +332,10 @@ impl PulsarTableConfig {
             )?),
             None => None,
         };
-        check_metadata_types(table)?;
+        check_metadata_types(table, value_format.as_ref())?;
+        if let Some(connector) = upsert {
+            upsert::check_formats(table, connector, value_format.as_ref(), key_format.as_ref())?;
+        }
         let source = SourceConfig {
             selection: selection(name, o)?,
             topic_text: o.get(opt::TOPIC).map(str::to_owned),
@@ -327,6 +364,12 @@ impl PulsarTableConfig {
         };
         let source = SourceConfig {
             subscription_kind: subscription_kind(name, o, &source)?,
+            // An upsert table is read from its first message: every key's latest value matters.
+            startup: if upsert.is_some() {
+                Startup::Earliest
+            } else {
+                source.startup
+            },
             ..source
         };
         let sink = SinkConfig {
@@ -343,11 +386,14 @@ impl PulsarTableConfig {
                 ),
                 None => None,
             },
-            router: o
-                .get(opt::ROUTER)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
+            router: match upsert {
+                Some(_) => Some(upsert::ROUTER.to_owned()),
+                None => o
+                    .get(opt::ROUTER)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            },
             router_options: o
                 .prefixed(&format!("{}.", opt::ROUTER))
                 .into_iter()
@@ -359,18 +405,24 @@ impl PulsarTableConfig {
             txn_timeout: o.duration(opt::TXN_TIMEOUT).unwrap_or_default(),
             max_block_time: millis(o, opt::MAX_BLOCK_TIME),
         };
-        Ok(PulsarTableConfig {
+        let cfg = PulsarTableConfig {
             table: name.to_owned(),
             client,
             admin_url,
             value_format,
             key_format,
             layout,
+            upsert: upsert.is_some(),
             source,
             sink,
             passed_through: o.passed_through().to_vec(),
             tls_ignored,
-        })
+        };
+        if upsert.is_some() {
+            // Read and written as one topic.
+            cfg.sink_topic()?;
+        }
+        Ok(cfg)
     }
 
     /// The one topic a sink writes to; errors name the option.
@@ -405,13 +457,48 @@ fn millis(o: &ResolvedOptions, key: &str) -> Duration {
     Duration::from_millis(o.int(key).unwrap_or_default().max(1) as u64)
 }
 
-/// Metadata columns must have the type of their key.
-fn check_metadata_types(table: &CatalogTable) -> Result<()> {
+/// Metadata columns must have the type of their key; a `value.` key must be one the value format declares.
+fn check_metadata_types(table: &CatalogTable, value_format: Option<&FormatSpec>) -> Result<()> {
     for c in &table.def.columns {
-        if let ColumnKind::Metadata { ty, .. } = &c.kind {
-            let key = table.metadata_key(c).unwrap_or(&c.name);
+        let ColumnKind::Metadata { ty, .. } = &c.kind else {
+            continue;
+        };
+        let key = table.metadata_key(c).unwrap_or(&c.name);
+        let Some(format_key) = key.strip_prefix(super::layout::FORMAT_METADATA_PREFIX) else {
             super::metadata::check_type(key, ty, &ty.to_arrow())
                 .map_err(|e| anyhow!("column '{}': {e}", c.name))?;
+            continue;
+        };
+        let Some(spec) = value_format else {
+            bail!("column '{}': metadata '{key}' needs a value format", c.name);
+        };
+        let Some((_, declared)) = spec.metadata.iter().find(|(k, _)| k == format_key) else {
+            let keys: Vec<String> = spec
+                .metadata
+                .iter()
+                .map(|(k, _)| format!("{}{k}", super::layout::FORMAT_METADATA_PREFIX))
+                .collect();
+            bail!(
+                "column '{}': format '{}' has no readable metadata key '{format_key}' (metadata key '{key}'); {}",
+                c.name,
+                spec.plugin,
+                if keys.is_empty() {
+                    "it declares none".to_owned()
+                } else {
+                    format!("available keys: {}", keys.join(", "))
+                }
+            );
+        };
+        if declared.kind != ty.kind {
+            bail!(
+                "column '{}': metadata '{key}' of format '{}' is {declared}, not {ty} (declare the column as {declared} and CAST it in the query)",
+                c.name,
+                spec.plugin,
+                declared = FlinkType {
+                    kind: declared.kind.clone(),
+                    nullable: true
+                },
+            );
         }
     }
     Ok(())

@@ -25,7 +25,7 @@ use crate::plugins::PulsarSchema;
 use crate::plugins::catalog::PluginCatalog;
 use crate::pulsar::topics::TopicName;
 use crate::pulsar::transactions::TxnRef;
-use crate::pulsar::writer::{TopicWriter, WriterConfig};
+use crate::pulsar::writer::{MessageFlags, TopicWriter, WriterConfig};
 
 /// What the sink needs to connect.
 #[derive(Clone)]
@@ -173,7 +173,7 @@ impl PulsarSink {
                     .push(("pulsar-connect.error".to_owned(), f.reason.clone()));
                 m.properties
                     .push(("pulsar-connect.topic".to_owned(), f.topic.clone()));
-                dlq.send_keyed(0, m, f.key_b64).await?;
+                dlq.send_keyed(0, m, f.flags).await?;
             }
         }
         if let Some(dlq) = run.dead_letter.as_mut() {
@@ -241,19 +241,21 @@ impl Sink for PulsarSink {
             .codecs
             .take()
             .ok_or_else(|| anyhow!("internal: codecs missing"))?;
-        let (codecs, prepared, batch) = {
+        let (codecs, prepared) = {
             let spec = spec.clone();
             tokio::task::spawn_blocking(move || {
                 let prepared = prepare(&mut codecs, &spec, &batch, partitions);
-                (codecs, prepared, batch)
+                (codecs, prepared)
             })
             .await
             .map_err(|e| anyhow!("encoding task failed: {e}"))?
         };
         run.codecs = Some(codecs);
-        let prepared = prepared?;
+        let mut prepared = prepared?;
         let now = if delay > 0 { now_ms() } else { 0 };
-        for (i, mut m) in prepared.messages.into_iter().enumerate() {
+        let messages = std::mem::take(&mut prepared.messages);
+        let written = messages.len() as u64;
+        for (i, mut m) in messages.into_iter().enumerate() {
             if delay > 0 {
                 m = m.deliver_after_ms(now, delay);
             }
@@ -267,9 +269,13 @@ impl Sink for PulsarSink {
                 m = m.key(base64::engine::general_purpose::STANDARD.encode(keys.payload(i)));
             }
             let p = prepared.partitions.as_ref().map_or(0, |p| p[i]);
-            run.writer.send_keyed(p, m, prepared.keys.is_some()).await?;
+            let flags = MessageFlags {
+                key_b64: prepared.keys.is_some(),
+                null_value: prepared.is_tombstone(i),
+            };
+            run.writer.send_keyed(p, m, flags).await?;
         }
-        self.written += batch.num_rows() as u64;
+        self.written += written;
         self.handle_failures().await
     }
 

@@ -8,6 +8,7 @@ use arrow::datatypes::SchemaRef;
 use magnetar::proto::event::IncomingMessage;
 
 use super::SourceSpec;
+use crate::connector_api::changelog::{self, RowKind};
 use crate::connectors::pulsar::config::FormatSpec;
 use crate::connectors::pulsar::layout::{ColumnSource, Layout};
 use crate::connectors::pulsar::metadata;
@@ -53,12 +54,20 @@ pub(super) struct Decoded {
 /// `create-decoder` factories run with the table's row types and options.
 pub(crate) fn make_decoders(spec: &SourceSpec) -> Result<Decoders> {
     let cfg = &spec.cfg;
-    let ((value, value_spec), key) = cfg.format_codecs(&spec.plugins, Decoder::new)?;
+    let ((value, value_spec), key) =
+        cfg.format_codecs(&spec.plugins, true, Decoder::with_metadata)?;
     Ok(Decoders {
         value,
         value_spec: value_spec.clone(),
         key: key.map(|(d, k)| (d, k.clone())),
     })
+}
+
+/// One row out of a decoded batch: its message, its value row (`None`: a tombstone) and its kind.
+struct RowOut {
+    message: usize,
+    value: Option<u32>,
+    kind: RowKind,
 }
 
 pub(super) struct DecodeJob {
@@ -73,6 +82,8 @@ pub(super) struct DecodeJob {
     pub(super) through: Option<magnetar::MessageId>,
     /// Whether to list the messages' entries (acknowledged one by one later).
     pub(super) list_entries: bool,
+    /// `upsert-pulsar`: a value upserts its key (`+U`), a tombstone deletes it (`-D`).
+    pub(super) upsert: bool,
     pub(super) msgs: Vec<IncomingMessage>,
 }
 
@@ -80,6 +91,45 @@ impl DecodeJob {
     pub(super) fn run(self, mut decoders: Decoders) -> (Decoders, Result<Decoded>) {
         let out = self.decode(&mut decoders);
         (decoders, out)
+    }
+
+    /// The rows out, in message order: every value row (`row_messages`: the message of each) of a message
+    /// that failed no format, and a delete per tombstone of an upsert table. Kinds: the format's (`kinds`),
+    /// or `+U` for an upsert table's values.
+    fn rows_out(
+        &self,
+        row_messages: &[usize],
+        kinds: Option<&[RowKind]>,
+        tombstone: &[bool],
+        bad: &[bool],
+    ) -> Vec<RowOut> {
+        let mut out = Vec::with_capacity(row_messages.len());
+        let mut r = 0;
+        for i in 0..self.msgs.len() {
+            if tombstone[i] && !bad[i] {
+                out.push(RowOut {
+                    message: i,
+                    value: None,
+                    kind: RowKind::Delete,
+                });
+            }
+            while r < row_messages.len() && row_messages[r] == i {
+                if !bad[i] {
+                    let kind = match (self.upsert, kinds) {
+                        (true, _) => RowKind::UpdateAfter,
+                        (false, Some(k)) => k[r],
+                        (false, None) => RowKind::Insert,
+                    };
+                    out.push(RowOut {
+                        message: i,
+                        value: Some(r as u32),
+                        kind,
+                    });
+                }
+                r += 1;
+            }
+        }
+        out
     }
 
     fn failure(&self, i: usize, format: &str, reason: &str) -> anyhow::Error {
@@ -95,9 +145,17 @@ impl DecodeJob {
 
     fn decode(&self, decoders: &mut Decoders) -> Result<Decoded> {
         let n = self.msgs.len();
+        // An upsert table's tombstones (no value, or an empty one) are deletes of their key: they go to no
+        // value decoder.
+        let tombstone: Vec<bool> = self
+            .msgs
+            .iter()
+            .map(|m| self.upsert && (message::is_null_value(m) || m.payload.is_empty()))
+            .collect();
+        let valued: Vec<usize> = (0..n).filter(|&i| !tombstone[i]).collect();
         // Values.
         let mut values = MessageBatchBuilder::new();
-        for m in &self.msgs {
+        for m in valued.iter().map(|&i| &self.msgs[i]) {
             let payload: &[u8] = if message::is_null_value(m) {
                 &[]
             } else {
@@ -115,9 +173,8 @@ impl DecodeJob {
             .decode(values.finish(false))
             .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
         let mut bad = vec![false; n];
-        let mut skipped = 0u64;
         for e in &value_decoded.errors {
-            let i = e.index as usize;
+            let i = valued[e.index as usize];
             // A skip: the format drops the message itself (Flink returns no row, e.g. an empty JSON
             // payload); anything else is an error unless the user asked to skip those too.
             if !e.skip && !decoders.value_spec.skip_errors {
@@ -125,18 +182,12 @@ impl DecodeJob {
             }
             bad[i] = true;
         }
-        // Value row of each message (None: it failed).
-        let mut value_row = vec![None; n];
-        {
-            let mut r = 0u32;
-            // `bad`: every message the format listed in `errors` (each produced no row).
-            for (slot, failed) in value_row.iter_mut().zip(&bad) {
-                if !*failed {
-                    *slot = Some(r);
-                    r += 1;
-                }
-            }
-        }
+        // The message of each value row: one each, or any number with a changelog format (ADR 0016).
+        let row_messages: Vec<usize> = value_decoded
+            .row_messages()
+            .into_iter()
+            .map(|m| valued[m as usize])
+            .collect();
         // Keys: only messages that have one are decoded; the others get NULL key columns.
         let mut key_row: Vec<Option<u32>> = vec![None; n];
         let mut key_batch = None;
@@ -175,21 +226,29 @@ impl DecodeJob {
             }
             key_batch = Some(decoded.batch);
         }
-        let good: Vec<usize> = (0..n).filter(|&i| !bad[i]).collect();
-        skipped += (n - good.len()) as u64;
-        let value_idx = UInt32Array::from(
-            good.iter()
-                .map(|&i| value_row[i])
-                .collect::<Vec<Option<u32>>>(),
+        // A tombstone without a key deletes nothing: skipped.
+        for i in 0..n {
+            if tombstone[i] && key_row[i].is_none() {
+                bad[i] = true;
+            }
+        }
+        let skipped = bad.iter().filter(|b| **b).count() as u64;
+        let out = self.rows_out(
+            &row_messages,
+            value_decoded.kinds.as_deref(),
+            &tombstone,
+            &bad,
         );
+        let value_idx = UInt32Array::from(out.iter().map(|r| r.value).collect::<Vec<_>>());
         let key_idx = UInt32Array::from(
-            good.iter()
-                .map(|&i| key_row[i])
+            out.iter()
+                .map(|r| key_row[r.message])
                 .collect::<Vec<Option<u32>>>(),
         );
+        let kinds: Vec<RowKind> = out.iter().map(|r| r.kind).collect();
         let topic = self.split.topic.as_str();
         let rows: Vec<metadata::Received<'_>> =
-            good.iter().map(|&i| (topic, &self.msgs[i])).collect();
+            out.iter().map(|r| (topic, &self.msgs[r.message])).collect();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for (c, field) in self.layout.source.iter().zip(self.schema.fields()) {
             let col = match c {
@@ -211,6 +270,7 @@ impl DecodeJob {
                 self.split.topic
             )
         })?;
+        let batch = changelog::attach(batch, changelog::kinds_array(&kinds))?;
         Ok(Decoded {
             batch,
             split: self.key.clone(),

@@ -325,6 +325,7 @@ impl Source for PulsarSource {
         let table = self.spec.cfg.table.clone();
         let schema = self.spec.schema.clone();
         let layout = self.spec.cfg.layout.clone();
+        let upsert = self.spec.cfg.upsert;
         let interval = discovery_interval(&self.spec.cfg);
         let opening = SplitOpening::of(
             &self.spec.cfg,
@@ -384,6 +385,7 @@ impl Source for PulsarSource {
                 position,
                 through,
                 list_entries,
+                upsert,
                 msgs,
             };
             run.decoding = Some(tokio::task::spawn_blocking(move || job.run(decoders)));
