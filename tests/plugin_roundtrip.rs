@@ -14,11 +14,11 @@ use arrow::array::{
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use pulsar_connect::plugins::columns::{from_columns, to_columns};
+use pulsar_connect::plugins::model::RowKind;
 use pulsar_connect::plugins::schema::{SQL_TYPE_KEY, arrow_schema, row_type_from_arrow};
 use pulsar_connect::plugins::{
     Decoder, Encoder, HostConfig, MessageBatchBuilder, MessageRef, PluginDir, PluginHost,
 };
-use pulsar_connect::plugins::model::RowKind;
 use pulsar_connect_tests::guests::install;
 
 const ROWS: usize = 5;
@@ -613,7 +613,10 @@ fn a_wit_0_1_0_plugin_runs_next_to_0_2_0_ones() {
     let Err(e) = Decoder::with_metadata(&old, &[], bytes.clone(), &["k".to_owned()]) else {
         panic!("a 0.1.0 format has no metadata");
     };
-    assert!(format!("{e}").contains("no readable metadata key 'k'"), "{e}");
+    assert!(
+        format!("{e}").contains("no readable metadata key 'k'"),
+        "{e}"
+    );
     let mut old_encoder = Encoder::new(&old, &[], bytes).unwrap();
     let e = old_encoder
         .encode_changes(&decoded.batch, Some(&[RowKind::Insert, RowKind::Delete]))

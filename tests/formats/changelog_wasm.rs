@@ -48,7 +48,10 @@ fn int(batch: &RecordBatch, column: &str, row: usize) -> Option<i64> {
 
 fn string(batch: &RecordBatch, column: &str, row: usize) -> Option<String> {
     let a = batch.column_by_name(column).expect("column");
-    let a = a.as_any().downcast_ref::<StringArray>().expect("STRING column");
+    let a = a
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .expect("STRING column");
     (!a.is_null(row)).then(|| a.value(row).to_owned())
 }
 
@@ -56,8 +59,13 @@ fn string(batch: &RecordBatch, column: &str, row: usize) -> Option<String> {
 /// fails instead (as natively, see guest-formats/changelog).
 fn null_id(case: &Json) -> bool {
     let rows = case["rows"].as_array().into_iter().flatten();
-    rows.chain(case["emitted_before_error"].as_array().into_iter().flatten())
-        .any(|r| r["row"]["id"].is_null())
+    rows.chain(
+        case["emitted_before_error"]
+            .as_array()
+            .into_iter()
+            .flatten(),
+    )
+    .any(|r| r["row"]["id"].is_null())
 }
 
 /// Every case of a decode file: the same rows (kinds, ids, names, a metadata key), skip or error.
@@ -72,7 +80,10 @@ fn decode_file(formats: &Formats, format: &str, rel: &str) -> usize {
         .collect();
     let mut cols = columns(&file);
     for k in &keys {
-        cols.push((k.clone(), file["metadata_types"][k].as_str().unwrap().to_owned()));
+        cols.push((
+            k.clone(),
+            file["metadata_types"][k].as_str().unwrap().to_owned(),
+        ));
     }
     let made = Decoder::with_metadata(&plugin, &options(&file), schema_of(&cols), &keys);
     if file.get("config_error").is_some() {
@@ -219,7 +230,11 @@ fn serialization_file(formats: &Formats, format: &str, rel: &str) -> usize {
         let encoded = encoder
             .encode_changes(&decoded.batch, Some(&got))
             .unwrap_or_else(|e| panic!("{rel} [{name}]: encode-batch: {e:?}"));
-        assert!(encoded.errors.is_empty(), "{rel} [{name}]: {:?}", encoded.errors);
+        assert!(
+            encoded.errors.is_empty(),
+            "{rel} [{name}]: {:?}",
+            encoded.errors
+        );
         assert!(!encoded.is_absent(0), "{rel} [{name}]: no tombstones");
         checked += 1;
         if lossy.contains(&name) {
@@ -244,7 +259,11 @@ fn flink_serialized_changelog_rows_round_trip_through_wasm() {
             checked += serialization_file(&formats, format, &format!("{format}/{set}.json"));
         }
     }
-    checked += serialization_file(&formats, "debezium-json", "debezium-json/schema-include.json");
+    checked += serialization_file(
+        &formats,
+        "debezium-json",
+        "debezium-json/schema-include.json",
+    );
     assert!(checked > 500, "only {checked} vectors checked");
 }
 
@@ -255,14 +274,15 @@ fn an_encoder_is_never_given_a_kind_its_manifest_does_not_list() {
     let cols = vec![("id".to_owned(), "INT".to_owned())];
     let schema = schema_of(&cols);
     let mut encoder = Encoder::new(&plugin, &[], schema.clone()).expect("json encoder");
-    let batch = RecordBatch::try_new(
-        schema,
-        vec![std::sync::Arc::new(Int32Array::from(vec![1]))],
-    )
-    .unwrap();
+    let batch =
+        RecordBatch::try_new(schema, vec![std::sync::Arc::new(Int32Array::from(vec![1]))]).unwrap();
     let e = encoder
         .encode_changes(&batch, Some(&[RowKind::Delete]))
         .expect_err("json writes inserts only");
     assert!(format!("{e}").contains("-D row"), "{e}");
-    assert!(encoder.encode_changes(&batch, Some(&[RowKind::Insert])).is_ok());
+    assert!(
+        encoder
+            .encode_changes(&batch, Some(&[RowKind::Insert]))
+            .is_ok()
+    );
 }
