@@ -628,6 +628,16 @@ fn a_wit_0_1_0_plugin_runs_next_to_0_2_0_ones() {
     let batch = every_type();
     let mut encoder = Encoder::new(&new, &[], batch.schema()).unwrap();
     let mut decoder = Decoder::new(&new, &[], batch.schema()).unwrap();
+    // 0.2.0: an encoder gets the row kinds and may write no payload (a tombstone).
+    let mut kinds = vec![RowKind::Insert; batch.num_rows()];
+    kinds[1] = RowKind::Delete;
+    let with_deletes = encoder.encode_changes(&batch, Some(&kinds)).unwrap();
+    assert!(with_deletes.is_absent(1) && with_deletes.payload(1).is_empty());
+    assert!(
+        (0..batch.num_rows())
+            .filter(|&i| i != 1)
+            .all(|i| !with_deletes.is_absent(i))
+    );
     let encoded = encoder.encode(&batch).unwrap();
     let mut messages = MessageBatchBuilder::new();
     for i in 0..encoded.len() {

@@ -75,6 +75,18 @@ pub fn list(dir: &Path, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
                         o.name, o.ty, o.doc
                     )?;
                 }
+                if m.kind == crate::plugins::Kind::Format
+                    && m.changelog_mode() != crate::sql::ChangelogMode::INSERT_ONLY
+                {
+                    writeln!(out, "    row kinds: {}", m.changelog_mode())?;
+                }
+                for md in &m.metadata {
+                    writeln!(
+                        out,
+                        "    METADATA FROM 'value.{}'  {}  {}",
+                        md.key, md.ty, md.doc
+                    )?;
+                }
             }
             Err(e) => writeln!(out, "{name:<20} INVALID  {e}")?,
         }

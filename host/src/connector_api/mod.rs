@@ -78,6 +78,12 @@ pub trait SourceFactory: Send + Sync {
     fn changelog_mode(&self, _table: &CatalogTable) -> changelog::ChangelogMode {
         changelog::ChangelogMode::INSERT_ONLY
     }
+    /// Whether rows read from `table` may hold NULL in a `NOT NULL` column outside its primary key: an
+    /// upsert table's deletes carry only their key (as Flink's, whose deletes are not checked against
+    /// the declared nullability). The table's source schema then makes those columns nullable.
+    fn deletes_carry_only_the_key(&self, _table: &CatalogTable) -> bool {
+        false
+    }
 }
 
 /// Builds the write side of a table.

@@ -120,9 +120,24 @@ impl CatalogTable {
         })
     }
 
+    /// Physical and metadata columns as read (see [`SourceFactory::deletes_carry_only_the_key`]).
     pub fn source_schema(&self) -> SchemaRef {
+        let key_only_deletes = self
+            .factory
+            .source()
+            .is_some_and(|f| f.deletes_carry_only_the_key(self));
+        let key = self.def.primary_key.as_deref().unwrap_or_default();
         Arc::new(Schema::new(
-            self.source_columns().map(column_field).collect::<Vec<_>>(),
+            self.source_columns()
+                .map(|c| {
+                    let f = column_field(c);
+                    if key_only_deletes && !key.contains(&c.name) {
+                        f.with_nullable(true)
+                    } else {
+                        f
+                    }
+                })
+                .collect::<Vec<_>>(),
         ))
     }
 

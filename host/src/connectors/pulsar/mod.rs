@@ -207,6 +207,11 @@ impl SourceFactory for PulsarFactory {
         }
     }
 
+    /// An upsert table's tombstones become deletes holding only the key.
+    fn deletes_carry_only_the_key(&self, _table: &CatalogTable) -> bool {
+        self.upsert
+    }
+
     /// The value format's row kinds (`debezium-json`: all four; `json`: inserts).
     fn changelog_mode(&self, table: &CatalogTable) -> ChangelogMode {
         if self.upsert {

@@ -61,13 +61,29 @@ impl codec::GuestEncoder for IdentityEncoder {
     fn encode_batch(
         &self,
         rows: ColumnBatch,
-        _kinds: Option<Vec<codec::RowKind>>,
+        kinds: Option<Vec<codec::RowKind>>,
     ) -> Result<EncodedBatch, String> {
-        encode_rows(&self.row_type, &rows, |values| {
+        let kinds = kinds.unwrap_or_default();
+        let deleted = |i: usize| matches!(kinds.get(i), Some(codec::RowKind::Delete));
+        let mut row = 0;
+        let mut encoded = encode_rows(&self.row_type, &rows, |values| {
+            row += 1;
+            // A delete is written as a tombstone: no payload at all (WIT 0.2.0's `absent`).
+            if deleted(row - 1) {
+                return Ok(Vec::new());
+            }
             let mut out = Vec::new();
             put(&Value::Row(values.to_vec()), &mut out);
             Ok(out)
-        })
+        })?;
+        if (0..row).any(deleted) {
+            let mut absent = vec![0u8; row.div_ceil(8)];
+            for i in (0..row).filter(|&i| deleted(i)) {
+                absent[i / 8] |= 1 << (i % 8);
+            }
+            encoded.absent = Some(absent);
+        }
+        Ok(encoded)
     }
 }
 

@@ -166,23 +166,29 @@ pub(super) fn prepare(
             e.reason
         );
     }
-    if let Some(i) = (0..values.len()).find(|&i| values.is_absent(i)) {
-        bail!(
-            "table '{}': format '{}' wrote no value for row {i} (a tombstone); connector 'pulsar' writes a value for every row (a table keyed by its primary key is 'upsert-pulsar')",
-            cfg.table,
-            format_name(),
-        );
-    }
-    let mut value_row = 0;
-    let mut messages: Vec<OutgoingMessage> = (0..batch.num_rows())
-        .map(|i| {
-            if tombstones.get(i).copied().unwrap_or(false) {
-                return OutgoingMessage::default();
+    // Each row's message: an upsert delete has no value row; any other row takes the next value row,
+    // whose payload may be absent (WIT 0.2.0: the format wrote no value, a tombstone too).
+    let mut values_used = 0;
+    let mut messages = Vec::with_capacity(batch.num_rows());
+    let mut null_values = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let deleted = tombstones.get(i).copied().unwrap_or(false);
+        let payload = (!deleted).then(|| {
+            values_used += 1;
+            values_used - 1
+        });
+        match payload.filter(|&j| !values.is_absent(j)) {
+            Some(j) => {
+                messages.push(OutgoingMessage::with_payload(values.payload(j).to_vec()));
+                null_values.push(false);
             }
-            value_row += 1;
-            OutgoingMessage::with_payload(values.payload(value_row - 1).to_vec())
-        })
-        .collect();
+            None => {
+                messages.push(OutgoingMessage::default());
+                null_values.push(true);
+            }
+        }
+    }
+    let tombstones = null_values;
     write_columns(layout, &batch, &mut messages)?;
     let partitions = if partitions == 0 {
         None
