@@ -4,22 +4,14 @@
 //! `database.include` / `table.include` are tested first, on the raw names.
 
 use format_changelog::{
-    Envelope, Kind, Message, MetaKey, MetaType, MetaValue, RowKind, RowState, Span, Stop,
+    Envelope, Message, MetaKey, MetaType, MetaValue, RowKind, RowState, Span, Stop, metadata,
 };
 use regex_lite::Regex;
 
 /// The readable metadata (`CanalJsonDecodingFormat.ReadableMetadata`).
 pub const METADATA: &[MetaKey] = &[
-    MetaKey {
-        key: "database",
-        ty: MetaType::String,
-        doc: "the originating database: `database`",
-    },
-    MetaKey {
-        key: "table",
-        ty: MetaType::String,
-        doc: "the originating table: `table`",
-    },
+    metadata::DATABASE,
+    metadata::TABLE,
     MetaKey {
         key: "sql-type",
         ty: MetaType::MapStringInt,
@@ -47,26 +39,6 @@ pub const METADATA: &[MetaKey] = &[
 pub struct Canal {
     pub(crate) database: Option<Regex>,
     pub(crate) table: Option<Regex>,
-    /// The metadata keys asked for, in order.
-    pub(crate) keys: Vec<&'static str>,
-}
-
-/// The message's fields (the last of a repeated key).
-#[derive(Default)]
-struct Fields {
-    data: Option<Span>,
-    old: Option<Span>,
-    kind: Option<Span>,
-    database: Option<Span>,
-    table: Option<Span>,
-    sql_type: Option<Span>,
-    pk_names: Option<Span>,
-    ts: Option<Span>,
-    es: Option<Span>,
-}
-
-fn npe(what: &str) -> Stop {
-    Stop::Corrupt(format!("{what} is null (NullPointerException)"))
 }
 
 impl Envelope for Canal {
@@ -76,48 +48,53 @@ impl Envelope for Canal {
 
     fn rows(&self, m: &mut Message<'_, '_>) -> Result<(), Stop> {
         let root = m.doc().root();
-        let mut f = Fields::default();
-        m.doc()
-            .fields(&root, |k, v| match k {
-                b"data" => f.data = Some(v),
-                b"old" => f.old = Some(v),
-                b"type" => f.kind = Some(v),
-                b"database" => f.database = Some(v),
-                b"table" => f.table = Some(v),
-                b"sqlType" => f.sql_type = Some(v),
-                b"pkNames" => f.pk_names = Some(v),
-                b"ts" => f.ts = Some(v),
-                b"es" => f.es = Some(v),
-                _ => {}
-            })
-            .map_err(Stop::Corrupt)?;
+        let [
+            data,
+            old_all,
+            kind,
+            database,
+            table,
+            sql_type,
+            pk_names,
+            ts,
+            es,
+        ] = m.get_all(
+            &root,
+            [
+                "data", "old", "type", "database", "table", "sqlType", "pkNames", "ts", "es",
+            ],
+        )?;
         // Flink filters on `root.get(name).asText()` before converting anything.
         for (what, re, v) in [
-            ("database", &self.database, &f.database),
-            ("table", &self.table, &f.table),
+            ("database", &self.database, &database),
+            ("table", &self.table, &table),
         ] {
             let Some(re) = re else { continue };
             let Some(v) = v else {
-                return Err(npe(&format!("\"{what}\"")));
+                return Err(Stop::npe(&format!("\"{what}\"")));
             };
             let name = m.as_text(v)?;
             if !re.is_match(&name) {
                 return Err(Stop::Skip(format!("{what} '{name}' is not included")));
             }
         }
-        if m.doc().kind(&root) != Kind::Object {
-            return Err(Stop::Corrupt(
-                "the message is not a JSON object (ClassCastException, NullPointerException)"
-                    .into(),
-            ));
-        }
-        let data = rows(m, "data", f.data.as_ref())?;
-        let old = rows(m, "old", f.old.as_ref())?;
-        let kind = m.string(f.kind.as_ref())?;
-        let meta = self.metadata(m, &f)?;
-        m.set_metadata(meta);
+        m.check_root_object()?;
+        let data = rows(m, "data", data.as_ref())?;
+        let old = rows(m, "old", old_all.as_ref())?;
+        let kind = m.string(kind.as_ref())?;
+        m.set_metadata(|m, key| {
+            Ok(match key {
+                "database" => MetaValue::json(database.as_ref()),
+                "table" => MetaValue::json(table.as_ref()),
+                "sql-type" => MetaValue::json(sql_type.as_ref()),
+                "pk-names" => MetaValue::json(pk_names.as_ref()),
+                "ingestion-timestamp" => m.timestamp(ts.as_ref(), 1)?,
+                "event-timestamp" => m.timestamp(es.as_ref(), 1)?,
+                _ => MetaValue::Null,
+            })
+        })?;
         let Some(kind) = kind else {
-            return Err(npe("\"type\""));
+            return Err(Stop::npe("\"type\""));
         };
         match kind.as_str() {
             "INSERT" | "DELETE" => {
@@ -130,7 +107,7 @@ impl Envelope for Canal {
                     m.check(o)?;
                 }
                 let Some(data) = data else {
-                    return Err(npe("\"data\""));
+                    return Err(Stop::npe("\"data\""));
                 };
                 for d in &data {
                     m.emit(d, kind)?;
@@ -139,14 +116,14 @@ impl Envelope for Canal {
             }
             "UPDATE" => {
                 let Some(data) = data else {
-                    return Err(npe("\"data\""));
+                    return Err(Stop::npe("\"data\""));
                 };
                 for o in old.iter().flatten().skip(data.len()) {
                     m.check(o)?;
                 }
                 for (i, d) in data.iter().enumerate() {
-                    let (Some(old), Some(old_all)) = (&old, &f.old) else {
-                        return Err(npe("\"old\""));
+                    let (Some(old), Some(old_all)) = (&old, &old_all) else {
+                        return Err(Stop::npe("\"old\""));
                     };
                     let Some(o) = old.get(i) else {
                         return Err(Stop::Corrupt(format!(
@@ -182,29 +159,4 @@ fn rows(m: &Message<'_, '_>, what: &str, v: Option<&Span>) -> Result<Option<Vec<
         .map(|e| m.row(what, Some(e)))
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
-}
-
-impl Canal {
-    /// The metadata values of the message's rows.
-    fn metadata(&self, m: &Message<'_, '_>, f: &Fields) -> Result<Vec<MetaValue>, Stop> {
-        let json = |v: &Option<Span>| v.clone().map_or(MetaValue::Null, MetaValue::Json);
-        self.keys
-            .iter()
-            .map(|&key| {
-                Ok(match key {
-                    "database" => json(&f.database),
-                    "table" => json(&f.table),
-                    "sql-type" => json(&f.sql_type),
-                    "pk-names" => json(&f.pk_names),
-                    "ingestion-timestamp" => m
-                        .long(f.ts.as_ref())?
-                        .map_or(MetaValue::Null, MetaValue::Millis),
-                    "event-timestamp" => m
-                        .long(f.es.as_ref())?
-                        .map_or(MetaValue::Null, MetaValue::Millis),
-                    _ => MetaValue::Null,
-                })
-            })
-            .collect()
-    }
 }

@@ -14,11 +14,14 @@ mod decode;
 
 pub use decode::{Canal, METADATA};
 
-use format_changelog::{metadata, options};
+use format_changelog::options;
 use format_common::{ConfigError, RowType, config_error, option};
 use regex_lite::Regex;
 
-format_changelog::codec_types!(Canal);
+/// A configured decoder: [`Decoder::decode`], [`Decoder::output_row_type`].
+pub type Decoder = format_changelog::Decoder<Canal>;
+/// A configured encoder: [`Encoder::encode`].
+pub type Encoder = format_changelog::Encoder;
 
 /// The format's own options (besides `format_changelog::options::SHARED`), without `canal-json.`.
 pub const OPTIONS: &[&str] = &["database.include", "table.include"];
@@ -49,14 +52,12 @@ pub fn decoder(
     row_type: &RowType,
     keys: &[String],
 ) -> Result<Decoder, ConfigError> {
-    let opts = options::decoding(options::parse(options, OPTIONS)?)?;
-    let resolved = metadata::resolve(FORMAT, METADATA, keys)?;
-    let envelope = Canal {
-        database: include(options, "database.include")?,
-        table: include(options, "table.include")?,
-        keys: resolved.iter().map(|&k| METADATA[k].key).collect(),
-    };
-    format_changelog::Decoder::new(envelope, opts, row_type, METADATA, &resolved).map(Decoder)
+    Decoder::configure(FORMAT, OPTIONS, METADATA, options, row_type, keys, || {
+        Ok(Canal {
+            database: include(options, "database.include")?,
+            table: include(options, "table.include")?,
+        })
+    })
 }
 
 /// Creates an encoder: `+I`/`+U` rows become `{"data":[{row}],"type":"INSERT"}`, `-U`/`-D` rows
@@ -68,50 +69,6 @@ pub fn encoder(options: &[(String, String)], row_type: &RowType) -> Result<Encod
         (b"{\"data\":[", b"],\"type\":\"INSERT\"}"),
         (b"{\"data\":[", b"],\"type\":\"DELETE\"}"),
     )
-    .map(Encoder)
 }
 
-#[cfg(target_arch = "wasm32")]
-mod component {
-    use pulsar_connect_plugin::prelude::*;
-
-    struct CanalJson;
-
-    impl codec::Guest for CanalJson {
-        type Decoder = super::Decoder;
-        type Encoder = super::Encoder;
-
-        fn create_decoder(
-            options: Options,
-            row_type: RowType,
-            metadata: Vec<String>,
-        ) -> Result<codec::Decoder, ConfigError> {
-            super::decoder(&options, &row_type, &metadata).map(codec::Decoder::new)
-        }
-
-        fn create_encoder(
-            options: Options,
-            row_type: RowType,
-        ) -> Result<codec::Encoder, ConfigError> {
-            super::encoder(&options, &row_type).map(codec::Encoder::new)
-        }
-    }
-
-    impl codec::GuestDecoder for super::Decoder {
-        fn decode_batch(&self, messages: MessageBatch) -> Result<DecodedBatch, String> {
-            self.decode(&messages)
-        }
-    }
-
-    impl codec::GuestEncoder for super::Encoder {
-        fn encode_batch(
-            &self,
-            rows: ColumnBatch,
-            kinds: Option<Vec<RowKind>>,
-        ) -> Result<EncodedBatch, String> {
-            self.encode(&rows, kinds.as_deref())
-        }
-    }
-
-    pulsar_connect_plugin::export_format!(CanalJson);
-}
+format_common::export_component!(changelog);

@@ -31,6 +31,13 @@ pub enum Stop {
     NotNull(String),
 }
 
+impl Stop {
+    /// Flink's `NullPointerException` on `what` (`"op" is null (NullPointerException)`).
+    pub fn npe(what: &str) -> Stop {
+        Stop::Corrupt(format!("{what} is null (NullPointerException)"))
+    }
+}
+
 /// A changelog format's envelope.
 pub trait Envelope {
     /// Flink's name of the format in its messages (`Debezium`, `Canal`, `Maxwell`).
@@ -48,6 +55,8 @@ pub struct Decoder<E> {
     /// The output row type: the row type's columns, then the metadata columns.
     rt: RowType,
     names: Vec<String>,
+    /// The metadata keys asked for, in order.
+    keys: Vec<&'static str>,
 }
 
 impl<E: Envelope> Decoder<E> {
@@ -68,7 +77,25 @@ impl<E: Envelope> Decoder<E> {
             json,
             rt,
             names: physical.fields.iter().map(|f| f.name.clone()).collect(),
+            keys: resolved.iter().map(|&k| table[k].key).collect(),
         })
+    }
+
+    /// A format crate's `decoder(options, row_type, keys)`: `options` (no prefix) checked against the
+    /// shared ones and the format's `own`, the metadata `keys` resolved against its `table` (`format`:
+    /// its name), then its envelope made.
+    pub fn configure(
+        format: &str,
+        own: &[&str],
+        table: &[MetaKey],
+        options: &[(String, String)],
+        physical: &RowType,
+        keys: &[String],
+        envelope: impl FnOnce() -> Result<E, ConfigError>,
+    ) -> Result<Decoder<E>, ConfigError> {
+        let opts = crate::options::decoding(crate::options::parse(options, own)?)?;
+        let resolved = crate::metadata::resolve(format, table, keys)?;
+        Decoder::new(envelope()?, opts, physical, table, &resolved)
     }
 
     /// The row type of decoded batches (the row type's columns, then the metadata columns).
@@ -105,6 +132,7 @@ impl<E: Envelope> Decoder<E> {
                         &self.rt,
                         &mut scratch,
                         &self.names,
+                        &self.keys,
                     );
                     let r = self.envelope.rows(&mut m);
                     let converted = m.meta.iter().any(|v| matches!(v, MetaValue::Json(_)));

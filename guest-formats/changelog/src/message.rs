@@ -28,6 +28,8 @@ pub struct Message<'d, 'r> {
     /// The metadata values of this message's rows.
     pub(crate) meta: Vec<MetaValue>,
     names: &'r [String],
+    /// The metadata keys asked for, in order.
+    keys: &'r [&'static str],
     /// [`Message::emit_merged`]'s fields from `old` and from `data` (the same for every row).
     split: Option<(Vec<usize>, Vec<usize>)>,
 }
@@ -44,6 +46,7 @@ impl<'d, 'r> Message<'d, 'r> {
         rt: &'r RowType,
         scratch: &'r mut Option<Cols>,
         names: &'r [String],
+        keys: &'r [&'static str],
     ) -> Message<'d, 'r> {
         Message {
             doc,
@@ -54,6 +57,7 @@ impl<'d, 'r> Message<'d, 'r> {
             physical: names.len(),
             meta: Vec::new(),
             names,
+            keys,
             split: None,
         }
     }
@@ -75,6 +79,33 @@ impl<'d, 'r> Message<'d, 'r> {
     /// Jackson's `get(name)` on object `v` (the root, a payload): the field's last value.
     pub fn get(&self, v: &Span, name: &str) -> Result<Option<Span>, Stop> {
         self.doc.get(v, name).map_err(corrupt)
+    }
+
+    /// Jackson's `get(name)` on object `v` of each of `names`, in one pass over `v`.
+    pub fn get_all<const N: usize>(
+        &self,
+        v: &Span,
+        names: [&str; N],
+    ) -> Result<[Option<Span>; N], Stop> {
+        let mut found = [const { None }; N];
+        self.doc
+            .fields(v, |k, s| {
+                if let Some(i) = names.iter().position(|n| n.as_bytes() == k) {
+                    found[i] = Some(s);
+                }
+            })
+            .map_err(corrupt)?;
+        Ok(found)
+    }
+
+    /// Fails unless the message is a JSON object (Flink casts its tree to `ObjectNode` and reads it).
+    pub fn check_root_object(&self) -> Result<(), Stop> {
+        if self.doc.kind(&self.doc.root()) == Kind::Object {
+            return Ok(());
+        }
+        Err(Stop::Corrupt(
+            "the message is not a JSON object (ClassCastException, NullPointerException)".into(),
+        ))
     }
 
     /// Flink's STRING of field value `v` (`None`: missing or JSON null).
@@ -105,6 +136,14 @@ impl<'d, 'r> Message<'d, 'r> {
             None => Ok(None),
             Some(v) => self.json.tree_long(&self.doc, v).map_err(corrupt),
         }
+    }
+
+    /// A TIMESTAMP_LTZ(3) metadata value from the BIGINT at `v` counting units of `millis_per_unit`
+    /// milliseconds (Java's `long` multiplication wraps); NULL where [`Message::long`] gives `None`.
+    pub fn timestamp(&self, v: Option<&Span>, millis_per_unit: i64) -> Result<MetaValue, Stop> {
+        Ok(self.long(v)?.map_or(MetaValue::Null, |t| {
+            MetaValue::Millis(t.wrapping_mul(millis_per_unit))
+        }))
     }
 
     /// What the row field `field` (value `v`) holds. A value that is neither an object nor null fails
@@ -148,9 +187,18 @@ impl<'d, 'r> Message<'d, 'r> {
         self.doc.find_value(v, name).map_err(corrupt)
     }
 
-    /// Sets the metadata values of the rows this message emits (one per requested key).
-    pub fn set_metadata(&mut self, values: Vec<MetaValue>) {
-        self.meta = values;
+    /// Sets the metadata values of the rows this message emits: `value` of each key asked for, in
+    /// order (the first error stops).
+    pub fn set_metadata(
+        &mut self,
+        value: impl Fn(&Self, &str) -> Result<MetaValue, Stop>,
+    ) -> Result<(), Stop> {
+        self.meta = self
+            .keys
+            .iter()
+            .map(|key| value(self, key))
+            .collect::<Result<_, _>>()?;
+        Ok(())
     }
 
     /// Converts row `v` without emitting it, as Flink converts every row of the envelope: a conversion
@@ -172,9 +220,7 @@ impl<'d, 'r> Message<'d, 'r> {
     /// here too.
     pub fn emit(&mut self, v: &RowState, kind: RowKind) -> Result<(), Stop> {
         let RowState::Object(v) = v else {
-            return Err(Stop::Corrupt(
-                "the row to emit is null (NullPointerException)".into(),
-            ));
+            return Err(Stop::npe("the row to emit"));
         };
         let written = self
             .json
@@ -195,9 +241,7 @@ impl<'d, 'r> Message<'d, 'r> {
         kind: RowKind,
     ) -> Result<(), Stop> {
         let (RowState::Object(old), RowState::Object(data)) = (old, data) else {
-            return Err(Stop::Corrupt(
-                "the old or new row of an update is null (NullPointerException)".into(),
-            ));
+            return Err(Stop::npe("the old or new row of an update"));
         };
         if self.split.is_none() {
             let mut from_old = Vec::new();
@@ -235,9 +279,7 @@ impl<'d, 'r> Message<'d, 'r> {
     fn finish_row(&mut self, written: TreeRow, kind: RowKind) -> Result<(), Stop> {
         match written {
             TreeRow::Null => {
-                return Err(Stop::Corrupt(
-                    "the row to emit is null (NullPointerException)".into(),
-                ));
+                return Err(Stop::npe("the row to emit"));
             }
             TreeRow::Row { null_in: Some(f) } => {
                 return Err(Stop::NotNull(format!(

@@ -74,6 +74,20 @@ pub struct MetaKey {
     pub doc: &'static str,
 }
 
+/// `database` of canal-json and maxwell-json.
+pub const DATABASE: MetaKey = MetaKey {
+    key: "database",
+    ty: MetaType::String,
+    doc: "the originating database: `database`",
+};
+
+/// `table` of canal-json and maxwell-json.
+pub const TABLE: MetaKey = MetaKey {
+    key: "table",
+    ty: MetaType::String,
+    doc: "the originating table: `table`",
+};
+
 /// The value of a metadata column for the rows of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetaValue {
@@ -82,6 +96,13 @@ pub enum MetaValue {
     Json(Span),
     /// A TIMESTAMP_LTZ(3) value.
     Millis(i64),
+}
+
+impl MetaValue {
+    /// The JSON value at `v`, NULL when there is none.
+    pub fn json(v: Option<&Span>) -> MetaValue {
+        v.map_or(MetaValue::Null, |v| MetaValue::Json(v.clone()))
+    }
 }
 
 /// Resolves the keys a decoder is asked for against the format's `table`: indexes into it, in the

@@ -607,6 +607,36 @@ fn compare(
     }
 }
 
+/// The decoder `made` from deserialization file `rel`'s options; `None` when the file is done: it
+/// expects Flink's configuration error (`config_error`, one check: we must refuse `flink_refused` too)
+/// or we refused (a failure).
+pub fn configured<T>(
+    r: &mut Report,
+    rel: &str,
+    file: &Json,
+    made: Result<T, ConfigError>,
+    flink_refused: &str,
+) -> Option<T> {
+    if let Some(ce) = file.get("config_error") {
+        r.checked += 1;
+        if made.is_ok() {
+            r.failures.push(format!(
+                "{rel}: Flink refused {flink_refused} ({}), we did not",
+                ce["message"]
+            ));
+        }
+        return None;
+    }
+    match made {
+        Ok(m) => Some(m),
+        Err(e) => {
+            r.failures
+                .push(format!("{rel}: decoder refused: {}", e.message));
+            None
+        }
+    }
+}
+
 /// Checks a deserialization file. `null_payload`: what a null payload (fed as an empty one) must
 /// give for this format: `None` to leave those cases out.
 pub fn check_deserialization(rel: &str, decoder: &Factory<DecodeFn>) -> Report {
@@ -615,24 +645,8 @@ pub fn check_deserialization(rel: &str, decoder: &Factory<DecodeFn>) -> Report {
     let cols = columns(&file);
     let rt = row_type(&cols);
     let opts = options(&file);
-    let dec = decoder(&opts, &rt);
-    if let Some(ce) = file.get("config_error") {
-        r.checked += 1;
-        if dec.is_ok() {
-            r.failures.push(format!(
-                "{rel}: Flink refused the options ({}), we did not",
-                ce["message"]
-            ));
-        }
+    let Some(dec) = configured(&mut r, rel, &file, decoder(&opts, &rt), "the options") else {
         return r;
-    }
-    let dec = match dec {
-        Ok(d) => d,
-        Err(e) => {
-            r.failures
-                .push(format!("{rel}: decoder refused: {}", e.message));
-            return r;
-        }
     };
     for c in file["cases"].as_array().expect("cases") {
         let input = c["input"].as_str().unwrap_or("");

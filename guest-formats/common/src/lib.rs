@@ -1,7 +1,9 @@
 //! Shared code of the built-in formats (json, avro, raw, csv): Flink's (Java's) text forms of numbers ([`javanum`]), decimals ([`decimal`]) and dates/times
-//! ([`temporal`]), base64 ([`b64`]) and small helpers around the WIT types.
+//! ([`temporal`]), base64 ([`b64`]), small helpers around the WIT types and every format crate's wasm
+//! component ([`export_component!`]).
 
 pub mod b64;
+mod component;
 pub mod decimal;
 pub mod escape;
 #[cfg(feature = "golden")]
@@ -9,6 +11,10 @@ pub mod golden;
 pub mod javanum;
 pub mod read;
 pub mod temporal;
+
+/// The SDK, for [`export_component!`]'s expansion in the format crates.
+#[doc(hidden)]
+pub use pulsar_connect_plugin as __sdk;
 
 /// The SDK's typed column builder, the one every format writes its rows with.
 pub use pulsar_connect_plugin::columns::Cols;

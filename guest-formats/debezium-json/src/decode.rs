@@ -49,28 +49,12 @@ pub const METADATA: &[MetaKey] = &[
 #[derive(Debug)]
 pub struct Debezium {
     pub(crate) schema_include: bool,
-    /// The metadata keys asked for, in order.
-    pub(crate) keys: Vec<&'static str>,
-}
-
-/// The envelope's fields (the last of a repeated key).
-#[derive(Default)]
-struct Fields {
-    before: Option<Span>,
-    after: Option<Span>,
-    op: Option<Span>,
-    ts_ms: Option<Span>,
-    source: Option<Span>,
 }
 
 fn replica_identity(what: &str) -> Stop {
     Stop::Corrupt(format!(
         "The \"before\" field of {what} message is null, if you are using Debezium Postgres Connector, please check the Postgres table has been set REPLICA IDENTITY to FULL level."
     ))
-}
-
-fn npe(what: &str) -> Stop {
-    Stop::Corrupt(format!("{what} is null (NullPointerException)"))
 }
 
 impl Envelope for Debezium {
@@ -82,7 +66,7 @@ impl Envelope for Debezium {
         let root = m.doc().root();
         match m.doc().kind(&root) {
             Kind::Object => {}
-            Kind::Null => return Err(npe("the message")),
+            Kind::Null => return Err(Stop::npe("the message")),
             _ => {
                 return Err(Stop::Corrupt(
                     "not a JSON object (ClassCastException)".into(),
@@ -92,35 +76,25 @@ impl Envelope for Debezium {
         let payload = if self.schema_include {
             match m.row("payload", m.get(&root, "payload")?.as_ref())? {
                 RowState::Object(p) => p,
-                RowState::Null => return Err(npe("\"payload\"")),
+                RowState::Null => return Err(Stop::npe("\"payload\"")),
             }
         } else {
             root.clone()
         };
-        let mut f = Fields::default();
-        m.doc()
-            .fields(&payload, |k, v| match k {
-                b"before" => f.before = Some(v),
-                b"after" => f.after = Some(v),
-                b"op" => f.op = Some(v),
-                b"ts_ms" => f.ts_ms = Some(v),
-                b"source" => f.source = Some(v),
-                _ => {}
-            })
-            .map_err(Stop::Corrupt)?;
-        let before = m.row("before", f.before.as_ref())?;
-        let after = m.row("after", f.after.as_ref())?;
-        let op = m.string(f.op.as_ref())?;
-        let meta = self.metadata(m, &root, &f)?;
-        m.set_metadata(meta);
+        let [before, after, op, ts_ms, source] =
+            m.get_all(&payload, ["before", "after", "op", "ts_ms", "source"])?;
+        let before = m.row("before", before.as_ref())?;
+        let after = m.row("after", after.as_ref())?;
+        let op = m.string(op.as_ref())?;
+        m.set_metadata(|m, key| metadata(m, key, &root, ts_ms.as_ref(), source.as_ref()))?;
         let Some(op) = op else {
-            return Err(npe("\"op\""));
+            return Err(Stop::npe("\"op\""));
         };
         match op.as_str() {
             "c" | "r" => {
                 m.check(&before)?;
                 if after == RowState::Null {
-                    return Err(npe("\"after\""));
+                    return Err(Stop::npe("\"after\""));
                 }
                 m.emit(&after, RowKind::Insert)
             }
@@ -129,7 +103,7 @@ impl Envelope for Debezium {
                     return Err(replica_identity("UPDATE"));
                 }
                 if after == RowState::Null {
-                    return Err(npe("\"after\""));
+                    return Err(Stop::npe("\"after\""));
                 }
                 m.emit(&before, RowKind::UpdateBefore)?;
                 m.emit(&after, RowKind::UpdateAfter)
@@ -146,47 +120,37 @@ impl Envelope for Debezium {
     }
 }
 
-impl Debezium {
-    /// The metadata values of the message's rows. `source` is read as Flink reads it, a
-    /// MAP<STRING, STRING> (anything but an object is an empty map).
-    fn metadata(
-        &self,
-        m: &Message<'_, '_>,
-        root: &Span,
-        f: &Fields,
-    ) -> Result<Vec<MetaValue>, Stop> {
-        let json = |v: Option<Span>| v.map_or(MetaValue::Null, MetaValue::Json);
-        let source = |key: &str| -> Result<Option<Span>, Stop> {
-            match &f.source {
-                Some(s) if m.doc().kind(s) == Kind::Object => m.get(s, key),
-                _ => Ok(None),
-            }
-        };
-        self.keys
-            .iter()
-            .map(|&key| {
-                Ok(match key {
-                    "schema" => json(m.get(root, "schema")?),
-                    "ingestion-timestamp" => m
-                        .long(f.ts_ms.as_ref())?
-                        .map_or(MetaValue::Null, MetaValue::Millis),
-                    "source.timestamp" => match m.string(source("ts_ms")?.as_ref())? {
-                        None => MetaValue::Null,
-                        Some(t) => MetaValue::Millis(parse_long(&t).ok_or_else(|| {
-                            Stop::Corrupt(format!(
-                                "For input string: \"{t}\" (NumberFormatException)"
-                            ))
-                        })?),
-                    },
-                    "source.database" => json(source("db")?),
-                    "source.schema" => json(source("schema")?),
-                    "source.table" => json(source("table")?),
-                    "source.properties" => json(f.source.clone()),
-                    _ => MetaValue::Null,
-                })
-            })
-            .collect()
-    }
+/// The value of metadata `key` for the rows of the message at `root` (`ts_ms`, `source`: its
+/// payload's fields). `source` is read as Flink reads it, a MAP<STRING, STRING> (anything but an
+/// object is an empty map).
+fn metadata(
+    m: &Message<'_, '_>,
+    key: &str,
+    root: &Span,
+    ts_ms: Option<&Span>,
+    source: Option<&Span>,
+) -> Result<MetaValue, Stop> {
+    let source_field = |name: &str| -> Result<Option<Span>, Stop> {
+        match source {
+            Some(s) if m.doc().kind(s) == Kind::Object => m.get(s, name),
+            _ => Ok(None),
+        }
+    };
+    Ok(match key {
+        "schema" => MetaValue::json(m.get(root, "schema")?.as_ref()),
+        "ingestion-timestamp" => m.timestamp(ts_ms, 1)?,
+        "source.timestamp" => match m.string(source_field("ts_ms")?.as_ref())? {
+            None => MetaValue::Null,
+            Some(t) => MetaValue::Millis(parse_long(&t).ok_or_else(|| {
+                Stop::Corrupt(format!("For input string: \"{t}\" (NumberFormatException)"))
+            })?),
+        },
+        "source.database" => MetaValue::json(source_field("db")?.as_ref()),
+        "source.schema" => MetaValue::json(source_field("schema")?.as_ref()),
+        "source.table" => MetaValue::json(source_field("table")?.as_ref()),
+        "source.properties" => MetaValue::json(source),
+        _ => MetaValue::Null,
+    })
 }
 
 /// Java's `Long.parseLong`: an optional sign and decimal digits.

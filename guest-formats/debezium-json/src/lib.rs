@@ -13,10 +13,13 @@ mod decode;
 
 pub use decode::{Debezium, METADATA};
 
-use format_changelog::{metadata, options};
+use format_changelog::options;
 use format_common::{ConfigError, RowType, bool_option, config_error};
 
-format_changelog::codec_types!(Debezium);
+/// A configured decoder: [`Decoder::decode`], [`Decoder::output_row_type`].
+pub type Decoder = format_changelog::Decoder<Debezium>;
+/// A configured encoder: [`Encoder::encode`].
+pub type Encoder = format_changelog::Encoder;
 
 /// The format's own options (besides `format_changelog::options::SHARED`), without `debezium-json.`.
 pub const OPTIONS: &[&str] = &["schema-include"];
@@ -31,13 +34,11 @@ pub fn decoder(
     row_type: &RowType,
     keys: &[String],
 ) -> Result<Decoder, ConfigError> {
-    let opts = options::decoding(options::parse(options, OPTIONS)?)?;
-    let resolved = metadata::resolve(FORMAT, METADATA, keys)?;
-    let envelope = Debezium {
-        schema_include: bool_option(options, "schema-include", false)?,
-        keys: resolved.iter().map(|&k| METADATA[k].key).collect(),
-    };
-    format_changelog::Decoder::new(envelope, opts, row_type, METADATA, &resolved).map(Decoder)
+    Decoder::configure(FORMAT, OPTIONS, METADATA, options, row_type, keys, || {
+        Ok(Debezium {
+            schema_include: bool_option(options, "schema-include", false)?,
+        })
+    })
 }
 
 /// Creates an encoder: `+I`/`+U` rows become `{"before":null,"after":{row},"op":"c"}`, `-U`/`-D` rows
@@ -56,50 +57,6 @@ pub fn encoder(options: &[(String, String)], row_type: &RowType) -> Result<Encod
         (b"{\"before\":null,\"after\":", b",\"op\":\"c\"}"),
         (b"{\"before\":", b",\"after\":null,\"op\":\"d\"}"),
     )
-    .map(Encoder)
 }
 
-#[cfg(target_arch = "wasm32")]
-mod component {
-    use pulsar_connect_plugin::prelude::*;
-
-    struct DebeziumJson;
-
-    impl codec::Guest for DebeziumJson {
-        type Decoder = super::Decoder;
-        type Encoder = super::Encoder;
-
-        fn create_decoder(
-            options: Options,
-            row_type: RowType,
-            metadata: Vec<String>,
-        ) -> Result<codec::Decoder, ConfigError> {
-            super::decoder(&options, &row_type, &metadata).map(codec::Decoder::new)
-        }
-
-        fn create_encoder(
-            options: Options,
-            row_type: RowType,
-        ) -> Result<codec::Encoder, ConfigError> {
-            super::encoder(&options, &row_type).map(codec::Encoder::new)
-        }
-    }
-
-    impl codec::GuestDecoder for super::Decoder {
-        fn decode_batch(&self, messages: MessageBatch) -> Result<DecodedBatch, String> {
-            self.decode(&messages)
-        }
-    }
-
-    impl codec::GuestEncoder for super::Encoder {
-        fn encode_batch(
-            &self,
-            rows: ColumnBatch,
-            kinds: Option<Vec<RowKind>>,
-        ) -> Result<EncodedBatch, String> {
-            self.encode(&rows, kinds.as_deref())
-        }
-    }
-
-    pulsar_connect_plugin::export_format!(DebeziumJson);
-}
+format_common::export_component!(changelog);

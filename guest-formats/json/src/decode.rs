@@ -4,6 +4,7 @@ use crate::JsonOptions;
 use crate::check_types;
 use crate::parser::*;
 use crate::scan::{check_utf8, same_bytes};
+use crate::tree::java_trim;
 use crate::tree_decode::Tree;
 use format_common::temporal::{self, parse_date, parse_time_prefix, parse_timestamp_prefix};
 use format_common::{
@@ -334,17 +335,30 @@ impl Decoder {
         if tok == b'n' {
             p.literal(b"null")?;
             if !node.nullable {
-                return convert("NULL for a NOT NULL type");
+                if self.tree.is_none() {
+                    return convert("NULL for a NOT NULL type");
+                }
+                // Flink's tree path passes the NULL on; the caller decides.
+                p.note_null();
             }
             cols.push_null(c);
             return Ok(());
         }
         match &node.data_type {
             DataType::Boolean => {
+                // Tree: `isBoolean() ? asBoolean() : Boolean.parseBoolean(asText().trim())`.
                 let v = match tok {
                     b't' => p.literal(b"true").map(|_| true)?,
                     b'f' => p.literal(b"false").map(|_| false)?,
-                    b'"' => p.str_bytes()?.eq_ignore_ascii_case(b"true"),
+                    b'"' => {
+                        let text = p.str_bytes()?;
+                        let text = if self.tree.is_some() {
+                            java_trim(text)
+                        } else {
+                            text
+                        };
+                        text.eq_ignore_ascii_case(b"true")
+                    }
                     _ => {
                         p.skip(0)?;
                         false
@@ -400,25 +414,8 @@ impl Decoder {
             DataType::Float | DataType::Double => {
                 let double = matches!(node.data_type, DataType::Double);
                 let v = match tok {
-                    b'-' | b'0'..=b'9' => {
-                        let text = p.number()?.text;
-                        // SAFETY of from_utf8: number text is ASCII.
-                        let t = std::str::from_utf8(text).unwrap_or("");
-                        if double {
-                            t.parse::<f64>().ok()
-                        } else {
-                            t.parse::<f32>().ok().map(f64::from)
-                        }
-                    }
-                    b'"' => {
-                        let text = p.str_bytes()?;
-                        let t = std::str::from_utf8(text).unwrap_or("");
-                        if double {
-                            javanum::parse_f64(t)
-                        } else {
-                            javanum::parse_f32(t).map(f64::from)
-                        }
-                    }
+                    b'-' | b'0'..=b'9' => parse_float(p.number()?.text, double),
+                    b'"' => parse_java_float(p.str_bytes()?, double),
                     _ => None,
                 };
                 let Some(v) = v else {
@@ -611,5 +608,26 @@ impl Decoder {
             }
         }
         Ok(())
+    }
+}
+
+/// A JSON number's text as a DOUBLE, or as a FLOAT widened (`double` false); `None`: out of syntax.
+pub(crate) fn parse_float(text: &[u8], double: bool) -> Option<f64> {
+    // Number text is ASCII.
+    let t = std::str::from_utf8(text).unwrap_or("");
+    if double {
+        t.parse::<f64>().ok()
+    } else {
+        t.parse::<f32>().ok().map(f64::from)
+    }
+}
+
+/// A JSON string's content as Java's `Double.parseDouble` (or `Float.parseFloat`, widened) reads it.
+pub(crate) fn parse_java_float(text: &[u8], double: bool) -> Option<f64> {
+    let t = std::str::from_utf8(text).unwrap_or("");
+    if double {
+        javanum::parse_f64(t)
+    } else {
+        javanum::parse_f32(t).map(f64::from)
     }
 }

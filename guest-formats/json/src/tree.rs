@@ -94,38 +94,52 @@ impl<'a> Doc<'a> {
         }
     }
 
-    /// The fields of object `v` in message order, repeated keys included (the last one is Jackson's);
-    /// none when `v` is not an object (Jackson's `fields()`).
-    pub fn fields(&self, v: &Span, mut f: impl FnMut(&[u8], Span)) -> Result<(), String> {
+    /// Calls `member` at each member of the container at `v` between `open` and `close` (`{` `}` or
+    /// `[` `]`; none when `v` is something else); `member` reads one, leaving `p` after it.
+    fn members(
+        &self,
+        v: &Span,
+        (open, close): (u8, u8),
+        mut member: impl FnMut(&mut Parser<'a>) -> R<()>,
+    ) -> Result<(), String> {
         let mut p = self.parser(v);
-        if p.peek() != Some(b'{') {
+        if p.peek() != Some(open) {
             return Ok(());
         }
         p.i += 1;
-        if p.peek() == Some(b'}') {
+        if p.peek() == Some(close) {
             return Ok(());
         }
         loop {
-            if p.peek() != Some(b'"') {
-                return Err("was expecting double-quote to start field name".into());
+            member(&mut p).map_err(message)?;
+            match p.peek() {
+                Some(b',') => p.i += 1,
+                _ => return Ok(()),
             }
-            let key = p.string().map_err(message)?;
+        }
+    }
+
+    /// The fields of object `v` in message order, repeated keys included (the last one is Jackson's);
+    /// none when `v` is not an object (Jackson's `fields()`).
+    pub fn fields(&self, v: &Span, mut f: impl FnMut(&[u8], Span)) -> Result<(), String> {
+        self.members(v, (b'{', b'}'), |p| {
+            if p.peek() != Some(b'"') {
+                return syntax("was expecting double-quote to start field name");
+            }
+            let key = p.string()?;
             let escaped = key.is_none().then(|| p.scratch.clone());
-            p.expect(b':').map_err(message)?;
+            p.expect(b':')?;
             p.ws();
             let start = p.i;
-            p.skip(0).map_err(message)?;
+            p.skip(0)?;
             let name: &[u8] = match (key, &escaped) {
                 (Some((a, b)), _) => &self.text[a..b],
                 (None, Some(k)) => k,
                 (None, None) => &[],
             };
             f(name, start..p.i);
-            match p.peek() {
-                Some(b',') => p.i += 1,
-                _ => return Ok(()),
-            }
-        }
+            Ok(())
+        })
     }
 
     /// Jackson's `get(name)` on `v`: the value of the field's last occurrence (`None`: no such field,
@@ -142,24 +156,13 @@ impl<'a> Doc<'a> {
 
     /// The elements of array `v` (none when it is not an array).
     pub fn elements(&self, v: &Span, mut f: impl FnMut(Span)) -> Result<(), String> {
-        let mut p = self.parser(v);
-        if p.peek() != Some(b'[') {
-            return Ok(());
-        }
-        p.i += 1;
-        if p.peek() == Some(b']') {
-            return Ok(());
-        }
-        loop {
+        self.members(v, (b'[', b']'), |p| {
             p.ws();
             let start = p.i;
-            p.skip(0).map_err(message)?;
+            p.skip(0)?;
             f(start..p.i);
-            match p.peek() {
-                Some(b',') => p.i += 1,
-                _ => return Ok(()),
-            }
-        }
+            Ok(())
+        })
     }
 
     /// Jackson's `asText()` of `v`: a string's content, a number's node text, `true`/`false`, `null`;
@@ -188,7 +191,7 @@ impl<'a> Doc<'a> {
 /// position and its last value. Values are positions in the text.
 #[derive(Debug, Default)]
 pub(crate) struct Entries {
-    pub(crate) list: Vec<(Vec<u8>, usize)>,
+    list: Vec<(Vec<u8>, usize)>,
     index: Option<HashMap<Vec<u8>, usize>>,
 }
 
@@ -248,6 +251,25 @@ impl Entries {
             }
         }
     }
+
+    /// Calls `entry` with each entry's number and key and `p` at its value, in order, until it gives
+    /// `true` (then `true`, `p` left where `entry` left it); otherwise leaves `p` where it was (after
+    /// the object, when called right after [`Entries::read`]).
+    pub(crate) fn each(
+        &self,
+        p: &mut Parser<'_>,
+        mut entry: impl FnMut(&mut Parser<'_>, usize, &[u8]) -> R<bool>,
+    ) -> R<bool> {
+        let end = p.i;
+        for (n, (k, pos)) in self.list.iter().enumerate() {
+            p.i = *pos;
+            if entry(p, n, k)? {
+                return Ok(true);
+            }
+        }
+        p.i = end;
+        Ok(false)
+    }
 }
 
 /// Whether an object in the value at `p`, at any depth, has the key `name`.
@@ -257,19 +279,7 @@ fn any_key(p: &mut Parser<'_>, name: &[u8], depth: usize) -> R<bool> {
     }
     match p.peek() {
         Some(b'{') => {
-            let entries = Entries::read(p)?;
-            let end = p.i;
-            for (k, pos) in &entries.list {
-                if k == name {
-                    return Ok(true);
-                }
-                p.i = *pos;
-                if any_key(p, name, depth + 1)? {
-                    return Ok(true);
-                }
-            }
-            p.i = end;
-            Ok(false)
+            Entries::read(p)?.each(p, |p, _, k| Ok(k == name || any_key(p, name, depth + 1)?))
         }
         Some(b'[') => {
             p.i += 1;
@@ -335,19 +345,17 @@ fn write_json(p: &mut Parser<'_>, big_decimal: bool, out: &mut Vec<u8>, depth: u
     match p.peek() {
         Some(b'{') => {
             let entries = Entries::read(p)?;
-            let end = p.i;
             out.push(b'{');
-            for (n, (k, pos)) in entries.list.iter().enumerate() {
+            entries.each(p, |p, n, k| {
                 if n > 0 {
                     out.push(b',');
                 }
                 write_jackson_string(k, out);
                 out.push(b':');
-                p.i = *pos;
                 write_json(p, big_decimal, out, depth + 1)?;
-            }
+                Ok(false)
+            })?;
             out.push(b'}');
-            p.i = end;
         }
         Some(b'[') => {
             p.i += 1;

@@ -9,11 +9,11 @@
 //! - a MAP from anything but an object is empty; an object's repeated key keeps its last value;
 //! - NULL in a NOT NULL type is passed on (noted for the caller: [`TreeRow::Row::null_in`]).
 
-use crate::decode::{Decoder, RowPlan};
+use crate::decode::{Decoder, RowPlan, parse_float, parse_java_float};
 use crate::parser::*;
 use crate::tree::{Doc, Entries, Span, decimal_parts, java_trim, number_text, write_text};
 use crate::{JsonOptions, check_types};
-use format_common::{ConfigError, DataType, RowType, javanum};
+use format_common::{ConfigError, DataType, RowType};
 use pulsar_connect_plugin::columns::Cols;
 
 /// Tree mode of a [`Decoder`].
@@ -160,27 +160,11 @@ impl Decoder {
             return p.eof();
         };
         if tok == b'n' {
-            p.literal(b"null")?;
-            if !node.nullable {
-                p.note_null();
-            }
-            cols.push_null(c);
-            return Ok(());
+            // JSON null and BOOLEAN (below) as the streaming path, in tree mode: a NULL in a NOT NULL
+            // type is noted, not an error; a string read as BOOLEAN is trimmed.
+            return self.value_inner(p, c, ty, cols);
         }
         match &node.data_type {
-            DataType::Boolean => {
-                // `isBoolean() ? asBoolean() : Boolean.parseBoolean(asText().trim())`
-                let v = match tok {
-                    b't' => p.literal(b"true").map(|_| true)?,
-                    b'f' => p.literal(b"false").map(|_| false)?,
-                    b'"' => java_trim(p.str_bytes()?).eq_ignore_ascii_case(b"true"),
-                    _ => {
-                        p.skip(0)?;
-                        false
-                    }
-                };
-                cols.push_bool(c, v);
-            }
             dt @ (DataType::Tinyint | DataType::Smallint | DataType::Int | DataType::Bigint) => {
                 let v = self.tree_int(p, dt, tree.big_decimal)?;
                 cols.push_int(c, v);
@@ -217,14 +201,11 @@ impl Decoder {
                     // `fields()` of a non-object is empty.
                     p.skip(0)?;
                 } else {
-                    let entries = Entries::read(p)?;
-                    let end = p.i;
-                    for (k, pos) in &entries.list {
+                    Entries::read(p)?.each(p, |p, _, k| {
                         cols.push_bytes(kc, k);
-                        p.i = *pos;
                         self.value(p, vc, m.value as usize, cols)?;
-                    }
-                    p.i = end;
+                        Ok(false)
+                    })?;
                 }
                 cols.end_list(c);
             }
@@ -331,29 +312,13 @@ fn tree_float(p: &mut Parser<'_>, tok: u8, double: bool, big_decimal: bool) -> R
     let v = match tok {
         b'-' | b'0'..=b'9' => {
             let n = p.number()?;
-            let t = std::str::from_utf8(n.text).unwrap_or("");
             if !n.integer && !big_decimal {
-                t.parse::<f64>()
-                    .ok()
-                    .map(|d| if double { d } else { f64::from(d as f32) })
+                parse_float(n.text, true).map(|d| if double { d } else { f64::from(d as f32) })
             } else {
-                let x = if double {
-                    t.parse::<f64>().ok()
-                } else {
-                    t.parse::<f32>().ok().map(f64::from)
-                };
-                x.map(|x| if x == 0.0 { 0.0 } else { x })
+                parse_float(n.text, double).map(|x| if x == 0.0 { 0.0 } else { x })
             }
         }
-        b'"' => {
-            let text = p.str_bytes()?;
-            let t = std::str::from_utf8(text).unwrap_or("");
-            if double {
-                javanum::parse_f64(t)
-            } else {
-                javanum::parse_f32(t).map(f64::from)
-            }
-        }
+        b'"' => parse_java_float(p.str_bytes()?, double),
         _ => {
             p.skip(0)?;
             None

@@ -3,21 +3,13 @@
 //! (`data`); any other type (`bootstrap-*`, DDL, upper case) is an error.
 
 use format_changelog::{
-    Envelope, Kind, Message, MetaKey, MetaType, MetaValue, RowKind, RowState, Span, Stop,
+    Envelope, Message, MetaKey, MetaType, MetaValue, RowKind, RowState, Stop, metadata,
 };
 
 /// The readable metadata (`MaxwellJsonDecodingFormat.ReadableMetadata`).
 pub const METADATA: &[MetaKey] = &[
-    MetaKey {
-        key: "database",
-        ty: MetaType::String,
-        doc: "the originating database: `database`",
-    },
-    MetaKey {
-        key: "table",
-        ty: MetaType::String,
-        doc: "the originating table: `table`",
-    },
+    metadata::DATABASE,
+    metadata::TABLE,
     MetaKey {
         key: "primary-key-columns",
         ty: MetaType::ArrayString,
@@ -32,26 +24,7 @@ pub const METADATA: &[MetaKey] = &[
 
 /// The maxwell-json envelope.
 #[derive(Debug)]
-pub struct Maxwell {
-    /// The metadata keys asked for, in order.
-    pub(crate) keys: Vec<&'static str>,
-}
-
-/// The message's fields (the last of a repeated key).
-#[derive(Default)]
-struct Fields {
-    data: Option<Span>,
-    old: Option<Span>,
-    kind: Option<Span>,
-    database: Option<Span>,
-    table: Option<Span>,
-    primary_key_columns: Option<Span>,
-    ts: Option<Span>,
-}
-
-fn npe(what: &str) -> Stop {
-    Stop::Corrupt(format!("{what} is null (NullPointerException)"))
-}
+pub struct Maxwell;
 
 impl Envelope for Maxwell {
     fn name(&self) -> &'static str {
@@ -59,33 +32,42 @@ impl Envelope for Maxwell {
     }
 
     fn rows(&self, m: &mut Message<'_, '_>) -> Result<(), Stop> {
-        let root = m.doc().root();
-        if m.doc().kind(&root) != Kind::Object {
-            return Err(Stop::Corrupt(
-                "the message is not a JSON object (ClassCastException, NullPointerException)"
-                    .into(),
-            ));
-        }
-        let mut f = Fields::default();
-        m.doc()
-            .fields(&root, |k, v| match k {
-                b"data" => f.data = Some(v),
-                b"old" => f.old = Some(v),
-                b"type" => f.kind = Some(v),
-                b"database" => f.database = Some(v),
-                b"table" => f.table = Some(v),
-                b"primary_key_columns" => f.primary_key_columns = Some(v),
-                b"ts" => f.ts = Some(v),
-                _ => {}
+        m.check_root_object()?;
+        let [
+            data,
+            old_all,
+            kind,
+            database,
+            table,
+            primary_key_columns,
+            ts,
+        ] = m.get_all(
+            &m.doc().root(),
+            [
+                "data",
+                "old",
+                "type",
+                "database",
+                "table",
+                "primary_key_columns",
+                "ts",
+            ],
+        )?;
+        let data = m.row("data", data.as_ref())?;
+        let old = m.row("old", old_all.as_ref())?;
+        let kind = m.string(kind.as_ref())?;
+        m.set_metadata(|m, key| {
+            Ok(match key {
+                "database" => MetaValue::json(database.as_ref()),
+                "table" => MetaValue::json(table.as_ref()),
+                "primary-key-columns" => MetaValue::json(primary_key_columns.as_ref()),
+                // Seconds.
+                "ingestion-timestamp" => m.timestamp(ts.as_ref(), 1000)?,
+                _ => MetaValue::Null,
             })
-            .map_err(Stop::Corrupt)?;
-        let data = m.row("data", f.data.as_ref())?;
-        let old = m.row("old", f.old.as_ref())?;
-        let kind = m.string(f.kind.as_ref())?;
-        let meta = self.metadata(m, &f)?;
-        m.set_metadata(meta);
+        })?;
         let Some(kind) = kind else {
-            return Err(npe("\"type\""));
+            return Err(Stop::npe("\"type\""));
         };
         match kind.as_str() {
             "insert" => {
@@ -97,8 +79,8 @@ impl Envelope for Maxwell {
                 m.emit(&data, RowKind::Delete)
             }
             "update" => {
-                let (RowState::Object(_), Some(old_all)) = (&old, &f.old) else {
-                    return Err(npe("\"old\" (the row before the update)"));
+                let (RowState::Object(_), Some(old_all)) = (&old, &old_all) else {
+                    return Err(Stop::npe("\"old\" (the row before the update)"));
                 };
                 m.emit_merged(old_all, &old, &data, RowKind::UpdateBefore)?;
                 m.emit(&data, RowKind::UpdateAfter)
@@ -107,27 +89,5 @@ impl Envelope for Maxwell {
                 "Unknown \"type\" value \"{other}\"."
             ))),
         }
-    }
-}
-
-impl Maxwell {
-    /// The metadata values of the message's rows.
-    fn metadata(&self, m: &Message<'_, '_>, f: &Fields) -> Result<Vec<MetaValue>, Stop> {
-        let json = |v: &Option<Span>| v.clone().map_or(MetaValue::Null, MetaValue::Json);
-        self.keys
-            .iter()
-            .map(|&key| {
-                Ok(match key {
-                    "database" => json(&f.database),
-                    "table" => json(&f.table),
-                    "primary-key-columns" => json(&f.primary_key_columns),
-                    // Seconds; Java's `long` multiplication wraps.
-                    "ingestion-timestamp" => m
-                        .long(f.ts.as_ref())?
-                        .map_or(MetaValue::Null, |s| MetaValue::Millis(s.wrapping_mul(1000))),
-                    _ => MetaValue::Null,
-                })
-            })
-            .collect()
     }
 }

@@ -13,10 +13,16 @@ mod decode;
 
 pub use decode::{METADATA, Maxwell};
 
-use format_changelog::{metadata, options};
+use format_changelog::options;
 use format_common::{ConfigError, RowType};
 
-format_changelog::codec_types!(Maxwell);
+/// A configured decoder: [`Decoder::decode`], [`Decoder::output_row_type`].
+pub type Decoder = format_changelog::Decoder<Maxwell>;
+/// A configured encoder: [`Encoder::encode`].
+pub type Encoder = format_changelog::Encoder;
+
+/// The format's own options (besides `format_changelog::options::SHARED`): none.
+pub const OPTIONS: &[&str] = &[];
 
 const FORMAT: &str = "maxwell-json";
 
@@ -27,67 +33,20 @@ pub fn decoder(
     row_type: &RowType,
     keys: &[String],
 ) -> Result<Decoder, ConfigError> {
-    let opts = options::decoding(options::parse(options, &[])?)?;
-    let resolved = metadata::resolve(FORMAT, METADATA, keys)?;
-    let envelope = Maxwell {
-        keys: resolved.iter().map(|&k| METADATA[k].key).collect(),
-    };
-    format_changelog::Decoder::new(envelope, opts, row_type, METADATA, &resolved).map(Decoder)
+    Decoder::configure(FORMAT, OPTIONS, METADATA, options, row_type, keys, || {
+        Ok(Maxwell)
+    })
 }
 
 /// Creates an encoder: `+I`/`+U` rows become `{"data":{row},"type":"insert"}`, `-U`/`-D` rows
 /// `{"data":{row},"type":"delete"}`.
 pub fn encoder(options: &[(String, String)], row_type: &RowType) -> Result<Encoder, ConfigError> {
     format_changelog::Encoder::new(
-        options::parse(options, &[])?,
+        options::parse(options, OPTIONS)?,
         row_type,
         (b"{\"data\":", b",\"type\":\"insert\"}"),
         (b"{\"data\":", b",\"type\":\"delete\"}"),
     )
-    .map(Encoder)
 }
 
-#[cfg(target_arch = "wasm32")]
-mod component {
-    use pulsar_connect_plugin::prelude::*;
-
-    struct MaxwellJson;
-
-    impl codec::Guest for MaxwellJson {
-        type Decoder = super::Decoder;
-        type Encoder = super::Encoder;
-
-        fn create_decoder(
-            options: Options,
-            row_type: RowType,
-            metadata: Vec<String>,
-        ) -> Result<codec::Decoder, ConfigError> {
-            super::decoder(&options, &row_type, &metadata).map(codec::Decoder::new)
-        }
-
-        fn create_encoder(
-            options: Options,
-            row_type: RowType,
-        ) -> Result<codec::Encoder, ConfigError> {
-            super::encoder(&options, &row_type).map(codec::Encoder::new)
-        }
-    }
-
-    impl codec::GuestDecoder for super::Decoder {
-        fn decode_batch(&self, messages: MessageBatch) -> Result<DecodedBatch, String> {
-            self.decode(&messages)
-        }
-    }
-
-    impl codec::GuestEncoder for super::Encoder {
-        fn encode_batch(
-            &self,
-            rows: ColumnBatch,
-            kinds: Option<Vec<RowKind>>,
-        ) -> Result<EncodedBatch, String> {
-            self.encode(&rows, kinds.as_deref())
-        }
-    }
-
-    pulsar_connect_plugin::export_format!(MaxwellJson);
-}
+format_common::export_component!(changelog);
