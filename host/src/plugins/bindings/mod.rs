@@ -13,6 +13,52 @@ use super::model::{
 };
 use super::state::PluginState;
 
+/// What every version's module has alike, expanded in it (its generated modules `format` and `log` in scope,
+/// and `Linker`, `HasSelf`, `InstancePre`, `Store`, `PluginState`, `FormatComponent`, `FormatInstance`, the
+/// model as `m`): linking its `log` import into [`PluginState`], and its format world pre-instantiated
+/// (`Format`) and instantiated (`FormatExports`, whose [`FormatInstance`] impl the module writes).
+macro_rules! version_common {
+    ($version:expr) => {
+        pub(super) fn add_to_linker(linker: &mut Linker<PluginState>) -> anyhow::Result<()> {
+            log::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+                .map_err(|e| anyhow::anyhow!("linking the log@{} import: {e:#}", $version))
+        }
+
+        impl log::Host for PluginState {
+            fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
+                let level = match level {
+                    log::Level::Trace => m::LogLevel::Trace,
+                    log::Level::Debug => m::LogLevel::Debug,
+                    log::Level::Info => m::LogLevel::Info,
+                    log::Level::Warn => m::LogLevel::Warn,
+                    log::Level::Error => m::LogLevel::Error,
+                };
+                self.log_import(level, message, &fields);
+            }
+        }
+
+        struct Format(format::FormatPre<PluginState>);
+        struct FormatExports(format::Format);
+
+        pub(super) fn format_component(
+            pre: InstancePre<PluginState>,
+        ) -> anyhow::Result<Box<dyn FormatComponent>> {
+            Ok(Box::new(Format(
+                format::FormatPre::new(pre).map_err(|e| anyhow::anyhow!("{e:#}"))?,
+            )))
+        }
+
+        impl FormatComponent for Format {
+            fn instantiate(
+                &self,
+                store: &mut Store<PluginState>,
+            ) -> wasmtime::Result<Box<dyn FormatInstance>> {
+                Ok(Box::new(FormatExports(self.0.instantiate(store)?)))
+            }
+        }
+    };
+}
+
 pub mod v0_1_0;
 pub mod v0_2_0;
 

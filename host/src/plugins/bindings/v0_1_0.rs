@@ -38,38 +38,12 @@ pub use format::pulsar_connect::plugin::log;
 pub use format::pulsar_connect::plugin::types;
 use types as w;
 
-pub(super) fn add_to_linker(linker: &mut Linker<PluginState>) -> anyhow::Result<()> {
-    log::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
-        .map_err(|e| anyhow::anyhow!("linking the log import: {e:#}"))
-}
-
-impl log::Host for PluginState {
-    fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
-        let level = match level {
-            log::Level::Trace => m::LogLevel::Trace,
-            log::Level::Debug => m::LogLevel::Debug,
-            log::Level::Info => m::LogLevel::Info,
-            log::Level::Warn => m::LogLevel::Warn,
-            log::Level::Error => m::LogLevel::Error,
-        };
-        self.log_import(level, message, &fields);
-    }
-}
+version_common!(VERSION);
 
 // ---- the worlds ----
 
-struct Format(format::FormatPre<PluginState>);
-struct FormatExports(format::Format);
 struct Router(router::RouterPre<PluginState>);
 struct RouterExports(router::Router);
-
-pub(super) fn format_component(
-    pre: InstancePre<PluginState>,
-) -> anyhow::Result<Box<dyn FormatComponent>> {
-    Ok(Box::new(Format(
-        format::FormatPre::new(pre).map_err(|e| anyhow::anyhow!("{e:#}"))?,
-    )))
-}
 
 pub(super) fn router_component(
     pre: InstancePre<PluginState>,
@@ -77,15 +51,6 @@ pub(super) fn router_component(
     Ok(Box::new(Router(
         router::RouterPre::new(pre).map_err(|e| anyhow::anyhow!("{e:#}"))?,
     )))
-}
-
-impl FormatComponent for Format {
-    fn instantiate(
-        &self,
-        store: &mut Store<PluginState>,
-    ) -> wasmtime::Result<Box<dyn FormatInstance>> {
-        Ok(Box::new(FormatExports(self.0.instantiate(store)?)))
-    }
 }
 
 impl FormatInstance for FormatExports {

@@ -27,43 +27,7 @@ pub mod format {
 use format::exports::pulsar_connect::plugin::codec;
 use format::pulsar_connect::plugin::log;
 
-pub(super) fn add_to_linker(linker: &mut Linker<PluginState>) -> anyhow::Result<()> {
-    log::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
-        .map_err(|e| anyhow::anyhow!("linking the log@{VERSION} import: {e:#}"))
-}
-
-impl log::Host for PluginState {
-    fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
-        let level = match level {
-            log::Level::Trace => m::LogLevel::Trace,
-            log::Level::Debug => m::LogLevel::Debug,
-            log::Level::Info => m::LogLevel::Info,
-            log::Level::Warn => m::LogLevel::Warn,
-            log::Level::Error => m::LogLevel::Error,
-        };
-        self.log_import(level, message, &fields);
-    }
-}
-
-struct Format(format::FormatPre<PluginState>);
-struct FormatExports(format::Format);
-
-pub(super) fn format_component(
-    pre: InstancePre<PluginState>,
-) -> anyhow::Result<Box<dyn FormatComponent>> {
-    Ok(Box::new(Format(
-        format::FormatPre::new(pre).map_err(|e| anyhow::anyhow!("{e:#}"))?,
-    )))
-}
-
-impl FormatComponent for Format {
-    fn instantiate(
-        &self,
-        store: &mut Store<PluginState>,
-    ) -> wasmtime::Result<Box<dyn FormatInstance>> {
-        Ok(Box::new(FormatExports(self.0.instantiate(store)?)))
-    }
-}
+version_common!(VERSION);
 
 impl FormatInstance for FormatExports {
     fn create_decoder(
