@@ -15,6 +15,7 @@ use super::manifest::Kind;
 use super::model::{ConfigError, MessageBatch, RowError, RowKind, RowType};
 use super::schema::row_type_from_arrow;
 use super::state::PluginState;
+use crate::sql::ChangelogMode;
 
 /// The rows decoded from a message batch, in message order: the decoder's columns (the row type's, then
 /// the metadata columns it was asked for).
@@ -124,6 +125,8 @@ struct FormatConfig {
     /// Decoders: the format's metadata keys produced after the row type's columns.
     metadata: Vec<String>,
     schema: SchemaRef,
+    /// The manifest's `changelog-mode`, read once (checked on every batch).
+    mode: ChangelogMode,
 }
 
 impl Configure for FormatConfig {
@@ -216,6 +219,7 @@ fn configure(
         row_type,
         metadata: metadata.to_vec(),
         schema,
+        mode: shared.manifest.changelog_mode(),
     };
     Instance::start(shared, config)
 }
@@ -306,7 +310,7 @@ impl Decoder {
             )),
             None => Ok(()),
         };
-        let mode = shared.manifest.changelog_mode();
+        let mode = self.inner.config().mode;
         let shape = shape.and_then(|()| match &decoded.kinds {
             Some(k) if k.len() != rows as usize => {
                 Err(anyhow!("{} row kinds for {rows} rows", k.len()))
@@ -378,7 +382,7 @@ impl Encoder {
         kinds: Option<&[RowKind]>,
     ) -> Result<Encoded> {
         let shared = self.inner.shared().clone();
-        let mode = shared.manifest.changelog_mode();
+        let mode = self.inner.config().mode;
         if let Some(k) = kinds.and_then(|k| k.iter().find(|k| !mode.contains(**k))) {
             return Err(PluginError::call(
                 &*shared.name,
