@@ -5,11 +5,13 @@
 
 mod decode;
 mod encode;
+mod object;
 mod options;
 mod parser;
 mod scan;
 pub mod tree;
 mod tree_decode;
+mod value;
 
 pub use decode::{Decoder, decoder};
 pub use encode::{Encoder, encoder, encoder_with, write_string};

@@ -16,11 +16,13 @@
 // The same modules make package `json-codec` (root `codec.rs`: this crate without its component).
 mod decode;
 mod encode;
+mod object;
 mod options;
 mod parser;
 mod scan;
 pub mod tree;
 mod tree_decode;
+mod value;
 
 pub use decode::{Decoder, decoder};
 pub use encode::{Encoder, encoder, encoder_with, write_string};
