@@ -5,6 +5,7 @@
 
 mod decode;
 mod encode;
+mod fast;
 mod object;
 mod options;
 mod parser;

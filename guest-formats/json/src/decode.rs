@@ -2,6 +2,7 @@
 
 use crate::JsonOptions;
 use crate::check_types;
+use crate::fast::FlatField;
 use crate::parser::*;
 use crate::scan::check_utf8;
 use crate::tree_decode::Tree;
@@ -17,6 +18,41 @@ pub(crate) struct RowPlan {
     pub(crate) names: Vec<Vec<u8>>,
     pub(crate) cols: Vec<usize>,
     pub(crate) tys: Vec<usize>,
+    /// By field: its name and the closing quote when the name is written in JSON as it is (no `"`,
+    /// `\` or control character), else `None`. A key whose raw bytes start with these is the field.
+    pub(crate) quoted: Vec<Option<Vec<u8>>>,
+}
+
+impl RowPlan {
+    pub(crate) fn new(names: Vec<Vec<u8>>, cols: Vec<usize>, tys: Vec<usize>) -> RowPlan {
+        let quoted = names
+            .iter()
+            .map(|n| {
+                (!n.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20))
+                    .then(|| [&n[..], b"\""].concat())
+            })
+            .collect();
+        RowPlan {
+            names,
+            cols,
+            tys,
+            quoted,
+        }
+    }
+}
+
+/// How the object loop reads a value of a type without the general value path (the json format's
+/// streaming conversions only, and only for the common tokens: anything else takes the general path).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Fast {
+    /// An integer type in `lo..=hi`, from a number token without fraction or exponent.
+    Int {
+        lo: i64,
+        hi: i64,
+    },
+    /// CHAR / VARCHAR from a string token without escapes.
+    Text,
+    No,
 }
 
 /// A configured decoder.
@@ -30,6 +66,10 @@ pub struct Decoder {
     /// `Some`: Flink's Jackson-tree conversions (the changelog formats, `crate::tree_decode`); `None`:
     /// the json format's streaming ones.
     pub(crate) tree: Option<Tree>,
+    /// By type index: how the object loop reads a value of the type (all [`Fast::No`] in tree mode).
+    pub(crate) fast: Vec<Fast>,
+    /// The top-level fields as the fast path of `crate::fast` reads them; empty: no fast path.
+    pub(crate) flat: Vec<FlatField>,
 }
 
 /// Creates a decoder for `row_type` with format options (no `json.` prefix).
@@ -57,34 +97,52 @@ impl Decoder {
     ) -> Decoder {
         let cols = Cols::new(row_type);
         let top_fields = &row_type.fields[..fields.min(row_type.fields.len())];
-        let top = RowPlan {
-            names: top_fields
+        let top = RowPlan::new(
+            top_fields
                 .iter()
                 .map(|f| f.name.as_bytes().to_vec())
                 .collect(),
-            cols: (0..top_fields.len()).collect(),
-            tys: top_fields.iter().map(|f| f.type_index as usize).collect(),
-        };
+            (0..top_fields.len()).collect(),
+            top_fields.iter().map(|f| f.type_index as usize).collect(),
+        );
         let nested = cols
             .cols
             .iter()
             .enumerate()
             .map(|(c, col)| match &row_type.types[col.ty].data_type {
-                DataType::Row(fields) => Some(RowPlan {
-                    names: fields.iter().map(|f| f.name.as_bytes().to_vec()).collect(),
-                    cols: cols.row_children(c).to_vec(),
-                    tys: fields.iter().map(|f| f.type_index as usize).collect(),
-                }),
+                DataType::Row(fields) => Some(RowPlan::new(
+                    fields.iter().map(|f| f.name.as_bytes().to_vec()).collect(),
+                    cols.row_children(c).to_vec(),
+                    fields.iter().map(|f| f.type_index as usize).collect(),
+                )),
                 _ => None,
             })
             .collect();
-        Decoder {
+        let fast = row_type
+            .types
+            .iter()
+            .map(|t| match &t.data_type {
+                _ if tree.is_some() => Fast::No,
+                dt
+                @ (DataType::Tinyint | DataType::Smallint | DataType::Int | DataType::Bigint) => {
+                    let (lo, hi, _) = int_range(dt);
+                    Fast::Int { lo, hi }
+                }
+                DataType::Char(_) | DataType::Varchar(_) => Fast::Text,
+                _ => Fast::No,
+            })
+            .collect();
+        let mut decoder = Decoder {
             rt: row_type.clone(),
             opts,
             top,
             nested,
             tree,
-        }
+            fast,
+            flat: Vec::new(),
+        };
+        decoder.flat = decoder.flat_plan();
+        decoder
     }
 
     /// Decodes a batch: one row per message, or a row error (skips are errors whose reason starts
@@ -94,8 +152,18 @@ impl Decoder {
         cols.reserve(batch.count as usize, batch.payloads.len() / 2);
         let mut errors = Vec::new();
         let mut p = Parser::new(&[]);
+        // Messages the fast path gave up on; once they are more than one in eight, it is not tried.
+        let mut misses = 0;
         for index in 0..batch.count as usize {
             let payload = slice_at(&batch.payloads, &batch.payload_offsets, index);
+            if !self.flat.is_empty() && misses * 8 <= index {
+                if self.flat_message(payload, &mut cols) {
+                    cols.end_row();
+                    continue;
+                }
+                cols.rollback();
+                misses += 1;
+            }
             if let Err(reason) = self.message(&mut p, payload, &mut cols) {
                 cols.rollback();
                 errors.push(RowError {

@@ -16,6 +16,7 @@
 // The same modules make package `json-codec` (root `codec.rs`: this crate without its component).
 mod decode;
 mod encode;
+mod fast;
 mod object;
 mod options;
 mod parser;

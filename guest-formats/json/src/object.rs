@@ -1,6 +1,6 @@
 //! The object loop of the streaming decoder: field names looked up in a row plan, values into columns.
 
-use crate::decode::{Decoder, RowPlan};
+use crate::decode::{Decoder, Fast, RowPlan};
 use crate::parser::*;
 use crate::scan::same_bytes;
 use pulsar_connect_plugin::columns::Cols;
@@ -39,13 +39,16 @@ impl Decoder {
                         )),
                     };
                 }
-                // Field lookup: usually the next declared field.
-                let k = {
-                    let key = p.str_bytes()?;
-                    if next < n && same_bytes(&plan.names[next], key) {
-                        Some(next)
-                    } else {
-                        plan.names.iter().position(|nm| same_bytes(nm, key))
+                // Field lookup: usually the next declared field, its name as it is in the input.
+                let k = match plan.quoted.get(next) {
+                    Some(Some(q)) if p.key_is(q) => Some(next),
+                    _ => {
+                        let key = p.str_bytes()?;
+                        if next < n && same_bytes(&plan.names[next], key) {
+                            Some(next)
+                        } else {
+                            plan.names.iter().position(|nm| same_bytes(nm, key))
+                        }
                     }
                 };
                 p.expect(b':')?;
@@ -66,7 +69,39 @@ impl Decoder {
                             // Duplicate key: the last one wins.
                             cols.truncate(c, base);
                         }
-                        self.field(p, c, plan.tys[k], cols, &plan.names[k])?;
+                        let ty = plan.tys[k];
+                        // The common cases read here; the general path reads everything else (and
+                        // reports errors) from the same byte.
+                        let done = match self.fast[ty] {
+                            Fast::Int { lo, hi } => {
+                                let at = p.i;
+                                p.ws();
+                                match p.plain_int() {
+                                    Some(v) if v >= lo && v <= hi => {
+                                        cols.push_int(c, v);
+                                        true
+                                    }
+                                    _ => {
+                                        p.i = at;
+                                        false
+                                    }
+                                }
+                            }
+                            Fast::Text => {
+                                p.ws();
+                                match p.plain_string() {
+                                    Some((a, b)) => {
+                                        cols.push_bytes(c, &p.s[a..b]);
+                                        true
+                                    }
+                                    None => false,
+                                }
+                            }
+                            Fast::No => false,
+                        };
+                        if !done {
+                            self.field(p, c, ty, cols, &plan.names[k])?;
+                        }
                     }
                 }
                 match p.peek() {

@@ -1,6 +1,6 @@
 //! The JSON scanner the decoder runs over a message: values straight into typed columns, no tree.
 
-use crate::scan::scan_plain;
+use crate::scan::{digits8, int_token, same_bytes, scan_plain};
 use format_common::DataType;
 
 /// Why a value could not be decoded.
@@ -209,7 +209,7 @@ impl<'a> Parser<'a> {
         let int_start = j;
         // Up to eight digits at once, then one at a time (longer numbers, the end of the payload).
         let mut magnitude: u64 = 0;
-        if let Some((n, v)) = crate::scan::digits8(s, j) {
+        if let Some((n, v)) = digits8(s, j) {
             j += n;
             magnitude = v;
         }
@@ -266,6 +266,47 @@ impl<'a> Parser<'a> {
             integer,
             value,
         })
+    }
+
+    /// The object loop's fast path: an integer token at `i` (`-`? and at most 18 digits, no leading
+    /// zero, no fraction, no exponent) read and consumed; `None` (nothing consumed) for any other
+    /// token, which the general path then reads (and reports) as before.
+    #[inline(always)]
+    pub(crate) fn plain_int(&mut self) -> Option<i64> {
+        let (v, j) = int_token(self.s, self.i)?;
+        self.i = j;
+        Some(v)
+    }
+
+    /// The object loop's fast path: a string token at `i` without escapes, consumed, as its range in
+    /// `s`; `None` (nothing consumed) for any other token.
+    #[inline(always)]
+    pub(crate) fn plain_string(&mut self) -> Option<(usize, usize)> {
+        let s = self.s;
+        if s.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        let start = self.i + 1;
+        let j = scan_plain(s, start);
+        if s.get(j) != Some(&b'"') {
+            return None;
+        }
+        self.i = j + 1;
+        Some((start, j))
+    }
+
+    /// Whether the input at `i` starts with `quoted` (a field name and its closing quote, see
+    /// [`crate::decode::RowPlan::quoted`]) right after an opening quote; if so, consumes them.
+    #[inline(always)]
+    pub(crate) fn key_is(&mut self, quoted: &[u8]) -> bool {
+        let from = self.i + 1;
+        match self.s.get(from..from + quoted.len()) {
+            Some(raw) if same_bytes(raw, quoted) => {
+                self.i = from + quoted.len();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Skips one value, checking its syntax.

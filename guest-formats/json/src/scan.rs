@@ -38,7 +38,7 @@ pub(crate) fn scan_plain(s: &[u8], mut j: usize) -> usize {
     j
 }
 
-#[inline]
+#[inline(always)]
 fn word(s: &[u8], j: usize) -> u64 {
     let mut w = [0u8; 8];
     w.copy_from_slice(&s[j..j + 8]);
@@ -47,7 +47,7 @@ fn word(s: &[u8], j: usize) -> u64 {
 
 /// The leading ASCII digits of the eight bytes at `j` (`None` when fewer than eight remain): how many
 /// (0..=8) and their value, found and converted without a loop per digit.
-#[inline]
+#[inline(always)]
 pub(crate) fn digits8(s: &[u8], j: usize) -> Option<(usize, u64)> {
     if j + 8 > s.len() {
         return None;
@@ -68,6 +68,91 @@ pub(crate) fn digits8(s: &[u8], j: usize) -> Option<(usize, u64)> {
     let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
     let v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF;
     Some((n, v))
+}
+
+/// An integer token at `j` (`-`? and at most 18 digits, no leading zero, no fraction, no exponent):
+/// its value and the index after it; `None` for any other token (or none), which the general number
+/// path then reads and reports.
+#[inline(always)]
+pub(crate) fn int_token(s: &[u8], j: usize) -> Option<(i64, usize)> {
+    let neg = s.get(j) == Some(&b'-');
+    let start = j + usize::from(neg);
+    let (j, magnitude) = match digits8(s, start) {
+        Some((n, v)) if n < 8 => (start + n, v),
+        // Past eight digits, and the last bytes of the input (fewer than eight left).
+        Some((_, v)) => more_digits(s, start + 8, v),
+        None => more_digits(s, start, 0),
+    };
+    let digits = j - start;
+    if digits == 0
+        || digits > 18
+        || (digits > 1 && s[start] == b'0')
+        || matches!(s.get(j), Some(b'.' | b'e' | b'E'))
+    {
+        return None;
+    }
+    // Eighteen digits are below 10^18 < 2^63.
+    let v = magnitude as i64;
+    Some((if neg { -v } else { v }, j))
+}
+
+/// The digits from `j` on, one at a time, accumulated onto `magnitude` (wrapping: the caller counts
+/// the digits); the index after them. Out of line: most numbers are read by [`digits8`] alone.
+#[inline(never)]
+fn more_digits(s: &[u8], mut j: usize, mut magnitude: u64) -> (usize, u64) {
+    while let Some(&c) = s.get(j) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(d));
+        j += 1;
+    }
+    (j, magnitude)
+}
+
+/// The index of the closing quote of a string token at `j` whose content is printable ASCII
+/// without escapes; `None` for any other token (the general string path reads it).
+#[inline(always)]
+pub(crate) fn ascii_string_end(s: &[u8], j: usize) -> Option<usize> {
+    if s.get(j) != Some(&b'"') {
+        return None;
+    }
+    let stop =
+        |w: u64| bytes_equal(w, b'"') | bytes_equal(w, b'\\') | bytes_below(w, 0x20) | (w & HIGHS);
+    let mut j = j + 1;
+    // The first word outside the loop: most strings end in it.
+    if j + 8 <= s.len() {
+        let m = stop(word(s, j));
+        if m != 0 {
+            j += (m.trailing_zeros() / 8) as usize;
+            return (s[j] == b'"').then_some(j);
+        }
+        j += 8;
+    }
+    ascii_string_rest(s, j)
+}
+
+/// [`ascii_string_end`] past its first word.
+#[inline(never)]
+fn ascii_string_rest(s: &[u8], mut j: usize) -> Option<usize> {
+    while j + 8 <= s.len() {
+        let w = word(s, j);
+        let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\') | bytes_below(w, 0x20) | (w & HIGHS);
+        if m != 0 {
+            j += (m.trailing_zeros() / 8) as usize;
+            return (s[j] == b'"').then_some(j);
+        }
+        j += 8;
+    }
+    while let Some(&c) = s.get(j) {
+        match c {
+            b'"' => return Some(j),
+            b'\\' | 0..=0x1f | 0x80.. => return None,
+            _ => j += 1,
+        }
+    }
+    None
 }
 
 /// `s` as UTF-8: the ASCII prefix is skipped sixteen bytes at a time, the standard check runs from the
@@ -95,20 +180,52 @@ pub(crate) fn check_utf8(s: &[u8]) -> Result<(), std::str::Utf8Error> {
     }
 }
 
-/// `a == b`, eight bytes at a time.
-#[inline]
+/// `a == b`, eight bytes at a time: without a loop up to 32 bytes (overlapping words; on wasm a loop
+/// costs an interruption check per turn), field names being short.
+#[inline(always)]
 pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
+    let n = a.len();
+    if n != b.len() {
         return false;
     }
+    if n < 8 {
+        return if n >= 4 {
+            half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4)
+        } else {
+            a == b
+        };
+    }
+    if n > 32 {
+        return same_words(a, b);
+    }
+    let last = word(a, n - 8) == word(b, n - 8) && word(a, 0) == word(b, 0);
+    if n <= 16 {
+        last
+    } else if n <= 24 {
+        last && word(a, 8) == word(b, 8)
+    } else {
+        last && word(a, 8) == word(b, 8) && word(a, 16) == word(b, 16)
+    }
+}
+
+#[inline]
+fn half(s: &[u8], j: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&s[j..j + 4]);
+    u32::from_le_bytes(w)
+}
+
+/// `a == b` for equal lengths of at least eight bytes.
+fn same_words(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
     let mut j = 0;
-    while j + 8 <= a.len() {
+    while j + 8 <= n {
         if word(a, j) != word(b, j) {
             return false;
         }
         j += 8;
     }
-    a[j..].iter().zip(&b[j..]).all(|(x, y)| x == y)
+    word(a, n - 8) == word(b, n - 8)
 }
 
 #[cfg(test)]
@@ -172,6 +289,57 @@ mod tests {
             for b in words {
                 assert_eq!(same_bytes(a, b), a == b, "{a:?} {b:?}");
             }
+        }
+        // Every length up to past the loop-free cases, a difference at every position.
+        for n in 0..=41usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| b'a' + i % 26).collect();
+            assert!(same_bytes(&a, &a.clone()), "{n}");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!same_bytes(&a, &b), "{n} {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn ascii_string_end_stops_where_the_general_path_takes_over() {
+        // (input at the opening quote, the closing quote's index)
+        let cases: [(&[u8], Option<usize>); 9] = [
+            (b"\"\"", Some(1)),
+            (b"\"CREATED\",", Some(8)),
+            (b"\"DELIVERED\"}", Some(10)),
+            (b"\"a string longer than eight\"", Some(27)),
+            (b"\"esc\\\"aped\"", None),
+            (b"\"gr\xc3\xbcn\"", None),
+            (b"\"tab\there\"", None),
+            (b"\"unterminated", None),
+            (b"12", None),
+        ];
+        for (s, want) in cases {
+            assert_eq!(ascii_string_end(s, 0), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn int_token_reads_plain_integers_only() {
+        type Case<'a> = (&'a [u8], Option<(i64, usize)>);
+        let cases: [Case; 12] = [
+            (b"0,", Some((0, 1))),
+            (b"-0}", Some((0, 2))),
+            (b"12345678,", Some((12_345_678, 8))),
+            (b"123456789012345678}", Some((123_456_789_012_345_678, 18))),
+            (b"-42", Some((-42, 3))),
+            (b"1234567890123456789", None),
+            (b"01", None),
+            (b"1.5", None),
+            (b"2e3", None),
+            (b"-", None),
+            (b"x", None),
+            (b"", None),
+        ];
+        for (s, want) in cases {
+            assert_eq!(int_token(s, 0), want, "{s:?}");
         }
     }
 }

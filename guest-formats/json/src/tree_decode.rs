@@ -98,11 +98,11 @@ impl Decoder {
         let plan = match only {
             None => &self.top,
             Some(ks) => {
-                sub = RowPlan {
-                    names: ks.iter().map(|&k| self.top.names[k].clone()).collect(),
-                    cols: ks.iter().map(|&k| self.top.cols[k]).collect(),
-                    tys: ks.iter().map(|&k| self.top.tys[k]).collect(),
-                };
+                sub = RowPlan::new(
+                    ks.iter().map(|&k| self.top.names[k].clone()).collect(),
+                    ks.iter().map(|&k| self.top.cols[k]).collect(),
+                    ks.iter().map(|&k| self.top.tys[k]).collect(),
+                );
                 &sub
             }
         };

@@ -1,0 +1,116 @@
+//! The decoder's fast path for the common message: a JSON object whose keys are the table's fields,
+//! all of them, once each and in their declared order, each with an integer or a string of printable
+//! ASCII without escapes (what Flink's own json format and most producers write). One small function
+//! reads such a message straight into the columns; at the first byte that departs from that shape it
+//! gives up and the message is decoded again by the general path, which also finds and words any error.
+//! Only a message read to its end here skips the general path's separate UTF-8 pass: every byte it
+//! accepted is ASCII, and what follows the object is checked as before.
+
+use crate::decode::{Decoder, Fast};
+use crate::scan::{ascii_string_end, check_utf8, int_token, same_bytes};
+use pulsar_connect_plugin::columns::Cols;
+
+/// Whitespace as JSON has it, from `j`: one comparison when there is none, the loop out of line (on
+/// wasm every loop entered costs an interruption check).
+#[inline(always)]
+fn skip_ws(s: &[u8], j: usize) -> usize {
+    match s.get(j) {
+        Some(b' ' | b'\n' | b'\r' | b'\t') => skip_ws_from(s, j + 1),
+        _ => j,
+    }
+}
+
+#[inline(never)]
+fn skip_ws_from(s: &[u8], mut j: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = s.get(j) {
+        j += 1;
+    }
+    j
+}
+
+/// A top-level field as the fast path reads it.
+#[derive(Debug, Clone)]
+pub(crate) struct FlatField {
+    /// The name and its closing quote.
+    quoted: Vec<u8>,
+    col: usize,
+    fast: Fast,
+}
+
+impl Decoder {
+    /// The top-level fields as the fast path reads them, when they allow it (else empty): the json
+    /// format's own conversions (not tree mode), every field's name plain ASCII and its type an
+    /// integer or text.
+    pub(crate) fn flat_plan(&self) -> Vec<FlatField> {
+        let plan = &self.top;
+        let fields: Vec<FlatField> = (0..plan.cols.len())
+            .filter_map(|k| {
+                let quoted = plan.quoted[k].clone().filter(|q| q.is_ascii())?;
+                let fast = self.fast[plan.tys[k]];
+                (fast != Fast::No).then_some(FlatField {
+                    quoted,
+                    col: plan.cols[k],
+                    fast,
+                })
+            })
+            .collect();
+        if self.tree.is_some() || fields.len() != plan.cols.len() {
+            return Vec::new();
+        }
+        fields
+    }
+
+    /// Reads `s` as the common message (see the module) into the top-level columns: true when it is
+    /// one (one value pushed per column); false otherwise, with some of the row's values maybe pushed
+    /// (the caller rolls them back). Only for a decoder with a [`Decoder::flat_plan`].
+    #[inline(never)]
+    pub(crate) fn flat_message(&self, s: &[u8], cols: &mut Cols) -> bool {
+        let last = self.flat.len().wrapping_sub(1);
+        let mut i = skip_ws(s, 0);
+        if s.get(i) != Some(&b'{') {
+            return false;
+        }
+        i += 1;
+        for (k, field) in self.flat.iter().enumerate() {
+            let q = &field.quoted[..];
+            i = skip_ws(s, i);
+            // `"name"` as it is in the input, then `:`.
+            match s.get(i..i + 1 + q.len()) {
+                Some([b'"', raw @ ..]) if same_bytes(raw, q) => i += 1 + q.len(),
+                _ => return false,
+            }
+            i = skip_ws(s, i);
+            if s.get(i) != Some(&b':') {
+                return false;
+            }
+            i = skip_ws(s, i + 1);
+            let c = field.col;
+            match field.fast {
+                Fast::Int { lo, hi } => match int_token(s, i) {
+                    Some((v, j)) if v >= lo && v <= hi => {
+                        cols.push_int(c, v);
+                        i = j;
+                    }
+                    _ => return false,
+                },
+                Fast::Text => match ascii_string_end(s, i) {
+                    Some(j) => {
+                        cols.push_bytes(c, &s[i + 1..j]);
+                        i = j + 1;
+                    }
+                    None => return false,
+                },
+                Fast::No => return false,
+            }
+            i = skip_ws(s, i);
+            let end = if k == last { b'}' } else { b',' };
+            if s.get(i) != Some(&end) {
+                return false;
+            }
+            i += 1;
+        }
+        // What follows the object is not read (as on the general path), but is part of the payload
+        // whose UTF-8 the general path checks first.
+        s[i..].is_empty() || check_utf8(&s[i..]).is_ok()
+    }
+}
