@@ -36,9 +36,26 @@ pub enum Data {
 pub struct Col {
     /// Index into the row type's `types`.
     pub ty: usize,
+    /// The validity bits, or empty while every value is valid (`nulls` false): a column without
+    /// NULLs sets no bits; the first NULL writes the ones before it.
     validity: Vec<u8>,
+    nulls: bool,
     len: usize,
     pub data: Data,
+}
+
+impl Col {
+    /// Writes the validity bits of the values so far (all valid), before the first NULL.
+    #[cold]
+    #[inline(never)]
+    fn first_null(&mut self) {
+        self.nulls = true;
+        self.validity.clear();
+        self.validity.resize(self.len / 8, 0xff);
+        if !self.len.is_multiple_of(8) {
+            self.validity.push((1u8 << (self.len % 8)) - 1);
+        }
+    }
 }
 
 /// Columns under construction. A decoder pushes one value per column per row (nested columns as
@@ -78,6 +95,7 @@ impl Cols {
             cols.push(Col {
                 ty,
                 validity: Vec::new(),
+                nulls: false,
                 len: 0,
                 data: Data::Row(Vec::new()),
             });
@@ -138,7 +156,6 @@ impl Cols {
     /// bytes column), so that filling a batch does not reallocate.
     pub fn reserve(&mut self, rows: usize, bytes: usize) {
         for col in self.cols.iter_mut().take(self.top) {
-            col.validity.reserve(rows / 8 + 1);
             match &mut col.data {
                 Data::Bits(v) => v.reserve(rows / 8 + 1),
                 Data::I8(v) => v.reserve(rows),
@@ -194,7 +211,9 @@ impl Cols {
         }
         if col.len > n {
             col.len = n;
-            truncate_bits(&mut col.validity, n);
+            if col.nulls {
+                truncate_bits(&mut col.validity, n);
+            }
             match &mut col.data {
                 Data::Bits(b) => truncate_bits(b, n),
                 Data::I8(v) => v.truncate(n),
@@ -244,7 +263,12 @@ impl Cols {
     #[inline(always)]
     fn valid(&mut self, c: usize, v: bool) -> &mut Col {
         let col = &mut self.cols[c];
-        set_bit(&mut col.validity, col.len, v);
+        if !v && !col.nulls {
+            col.first_null();
+        }
+        if col.nulls {
+            set_bit(&mut col.validity, col.len, v);
+        }
         col.len += 1;
         col
     }
@@ -430,7 +454,7 @@ impl Cols {
             .cols
             .into_iter()
             .map(|c| {
-                let all_valid = {
+                let all_valid = !c.nulls || {
                     let full = c.len / 8;
                     c.validity[..full].iter().all(|&b| b == 0xff)
                         && (c.len.is_multiple_of(8) || c.validity[full] == (1u8 << (c.len % 8)) - 1)
