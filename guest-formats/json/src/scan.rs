@@ -45,14 +45,27 @@ fn word(s: &[u8], j: usize) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// The leading ASCII digits of the eight bytes at `j` (`None` when fewer than eight remain): how many
+/// The eight bytes at `j` as a word; near the end of `s` (fewer than eight left, but `s` at least
+/// eight long) the bytes left, zero above them; `None` when `s` is shorter or `j` at its end.
+#[inline(always)]
+fn next_word(s: &[u8], j: usize) -> Option<u64> {
+    if j + 8 <= s.len() {
+        Some(word(s, j))
+    } else if s.len() >= 8 && j < s.len() {
+        // 1..=7 bytes left: shift the last word down by the bytes before `j`.
+        Some(word(s, s.len() - 8) >> (8 * (j + 8 - s.len())))
+    } else {
+        None
+    }
+}
+
+/// The leading ASCII digits of the eight bytes at `j` (`None` when `s` is shorter than eight bytes or
+/// `j` at its end; fewer than eight left are read as the last word): how many
 /// (0..=8) and their value, found and converted without a loop per digit.
 #[inline(always)]
 pub(crate) fn digits8(s: &[u8], j: usize) -> Option<(usize, u64)> {
-    if j + 8 > s.len() {
-        return None;
-    }
-    let w = word(s, j);
+    // Near the end, the last word shifted: the zeros above the end are not digits.
+    let w = next_word(s, j)?;
     // Per byte: zero exactly when it is a digit (high nibble 3, low nibble at most 9; `+ 6` carries
     // a low nibble of 10..15 into bit 4 without touching the next byte).
     let z = ((w & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030)
@@ -121,12 +134,13 @@ pub(crate) fn ascii_string_end(s: &[u8], j: usize) -> Option<usize> {
     let stop =
         |w: u64| bytes_equal(w, b'"') | bytes_equal(w, b'\\') | bytes_below(w, 0x20) | (w & HIGHS);
     let mut j = j + 1;
-    // The first word outside the loop: most strings end in it.
-    if j + 8 <= s.len() {
-        let m = stop(word(s, j));
+    // The first word outside the loop: most strings end in it (near the end of `s`, the bytes left;
+    // the zeros above them would stop the scan, so a stop there is checked to be a quote).
+    if let Some(w) = next_word(s, j) {
+        let m = stop(w);
         if m != 0 {
             j += (m.trailing_zeros() / 8) as usize;
-            return (s[j] == b'"').then_some(j);
+            return (j < s.len() && s[j] == b'"').then_some(j);
         }
         j += 8;
     }
@@ -263,6 +277,10 @@ mod tests {
         for (s, want) in cases {
             assert_eq!(digits8(s, 0), want, "{s:?}");
         }
+        // Fewer than eight bytes left: the last word, shifted (nothing left: `None`).
+        assert_eq!(digits8(b"{\"l\":123}", 5), Some((3, 123)));
+        assert_eq!(digits8(b"{\"l\":1234567", 5), Some((7, 1_234_567)));
+        assert_eq!(digits8(b"{\"l\":1234567", 12), None);
         // Every byte value after one digit: only '0'..='9' continue the number.
         for b in 0..=255u8 {
             let s = [b'7', b, b' ', b' ', b' ', b' ', b' ', b' '];
@@ -319,6 +337,11 @@ mod tests {
         for (s, want) in cases {
             assert_eq!(ascii_string_end(s, 0), want, "{s:?}");
         }
+        // Fewer than eight bytes left: the last word, shifted.
+        assert_eq!(ascii_string_end(b"{\"s\":\"PAID\"}", 5), Some(10));
+        assert_eq!(ascii_string_end(b"{\"s\":\"PAID", 5), None);
+        assert_eq!(ascii_string_end(b"{\"s\":\"PA\\", 5), None);
+        assert_eq!(ascii_string_end(b"{\"s\":\"\"", 5), Some(6));
     }
 
     #[test]
