@@ -78,6 +78,52 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, v: bool) {
     }
 }
 
+/// `data.extend_from_slice(v)`; on wasm, values of 4 to 16 bytes as two overlapping fixed-size
+/// words ([`extend_by_words`]) instead of a copy of variable length (a `memory.copy`, which wasmtime
+/// runs as a call out of the guest's code; natively the C library's `memcpy` is the cheaper one).
+#[inline(always)]
+fn extend_short(data: &mut Vec<u8>, v: &[u8]) {
+    if !(cfg!(target_arch = "wasm32") && extend_by_words(data, v)) {
+        data.extend_from_slice(v);
+    }
+}
+
+/// Appends `v` as two overlapping words when it is 4 to 16 bytes long (true), else nothing (false).
+#[inline(always)]
+fn extend_by_words(data: &mut Vec<u8>, v: &[u8]) -> bool {
+    let n = v.len();
+    let start = data.len();
+    if (8..=16).contains(&n) {
+        let (head, tail) = (word8(v, 0), word8(v, n - 8));
+        data.extend_from_slice(&head);
+        data.truncate(start + n - 8);
+        data.extend_from_slice(&tail);
+        true
+    } else if (4..8).contains(&n) {
+        let (head, tail) = (word4(v, 0), word4(v, n - 4));
+        data.extend_from_slice(&head);
+        data.truncate(start + n - 4);
+        data.extend_from_slice(&tail);
+        true
+    } else {
+        false
+    }
+}
+
+#[inline(always)]
+fn word8(v: &[u8], at: usize) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&v[at..at + 8]);
+    w
+}
+
+#[inline(always)]
+fn word4(v: &[u8], at: usize) -> [u8; 4] {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&v[at..at + 4]);
+    w
+}
+
 fn truncate_bits(bits: &mut Vec<u8>, n: usize) {
     bits.truncate(n.div_ceil(8));
     if !n.is_multiple_of(8)
@@ -375,7 +421,7 @@ impl Cols {
     #[inline(always)]
     pub fn push_bytes(&mut self, c: usize, v: &[u8]) {
         if let Data::Bytes { data, offsets } = &mut self.valid(c, true).data {
-            data.extend_from_slice(v);
+            extend_short(data, v);
             offsets.push(data.len() as u32);
         }
     }
@@ -496,6 +542,28 @@ impl Cols {
         ColumnBatch {
             row_count: rows,
             columns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extend_by_words_appends_the_bytes() {
+        for n in 0..=20u8 {
+            let v: Vec<u8> = (1..=n).collect();
+            for before in [0usize, 1, 7, 8, 13] {
+                let mut data = vec![0xAA; before];
+                let mut want = data.clone();
+                want.extend_from_slice(&v);
+                if !extend_by_words(&mut data, &v) {
+                    assert!(!(4..=16).contains(&n), "{n}");
+                    data.extend_from_slice(&v);
+                }
+                assert_eq!(data, want, "{n} bytes after {before}");
+            }
         }
     }
 }
