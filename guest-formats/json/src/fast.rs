@@ -20,6 +20,21 @@ fn skip_ws(s: &[u8], j: usize) -> usize {
     }
 }
 
+/// Consumes `b` at `i`, after whitespace if there is any (looked for only when `b` is not there).
+#[inline(always)]
+fn eat(s: &[u8], i: &mut usize, b: u8) -> bool {
+    if s.get(*i) == Some(&b) {
+        *i += 1;
+        return true;
+    }
+    let j = skip_ws(s, *i);
+    if s.get(j) == Some(&b) {
+        *i = j + 1;
+        return true;
+    }
+    false
+}
+
 #[inline(never)]
 fn skip_ws_from(s: &[u8], mut j: usize) -> usize {
     while let Some(b' ' | b'\n' | b'\r' | b'\t') = s.get(j) {
@@ -66,29 +81,34 @@ impl Decoder {
     #[inline(never)]
     pub(crate) fn flat_message(&self, s: &[u8], cols: &mut Cols) -> bool {
         let last = self.flat.len().wrapping_sub(1);
-        let mut i = skip_ws(s, 0);
-        if s.get(i) != Some(&b'{') {
+        let mut i = 0;
+        if !eat(s, &mut i, b'{') {
             return false;
         }
-        i += 1;
         for (k, field) in self.flat.iter().enumerate() {
-            let q = &field.quoted[..];
-            i = skip_ws(s, i);
             // `"name"` as it is in the input, then `:`.
-            match s.get(i..i + 1 + q.len()) {
-                Some([b'"', raw @ ..]) if same_bytes(raw, q) => i += 1 + q.len(),
-                _ => return false,
-            }
-            i = skip_ws(s, i);
-            if s.get(i) != Some(&b':') {
+            let q = &field.quoted[..];
+            if !eat(s, &mut i, b'"') {
                 return false;
             }
-            i = skip_ws(s, i + 1);
+            match s.get(i..i + q.len()) {
+                Some(raw) if same_bytes(raw, q) => i += q.len(),
+                _ => return false,
+            }
+            if !eat(s, &mut i, b':') {
+                return false;
+            }
+            i = skip_ws(s, i);
             let c = field.col;
             match field.fast {
                 Fast::Int { lo, hi } => match int_token(s, i) {
                     Some((v, j)) if v >= lo && v <= hi => {
-                        cols.push_int(c, v);
+                        // BIGINT, the usual one, without the match on the column's width.
+                        if lo == i64::MIN {
+                            cols.push_i64(c, v);
+                        } else {
+                            cols.push_int(c, v);
+                        }
                         i = j;
                     }
                     _ => return false,
@@ -102,12 +122,9 @@ impl Decoder {
                 },
                 Fast::No => return false,
             }
-            i = skip_ws(s, i);
-            let end = if k == last { b'}' } else { b',' };
-            if s.get(i) != Some(&end) {
+            if !eat(s, &mut i, if k == last { b'}' } else { b',' }) {
                 return false;
             }
-            i += 1;
         }
         // What follows the object is not read (as on the general path), but is part of the payload
         // whose UTF-8 the general path checks first.
