@@ -7,7 +7,7 @@
 //! accepted is ASCII, and what follows the object is checked as before.
 
 use crate::decode::{Decoder, Fast};
-use crate::scan::{ascii_string_end, check_utf8, int_token, same_bytes};
+use crate::scan::{ascii_string_end, check_utf8, int_digits, same_bytes};
 use pulsar_connect_plugin::columns::Cols;
 
 /// Whitespace as JSON has it, from `j`: one comparison when there is none, the loop out of line (on
@@ -18,6 +18,14 @@ fn skip_ws(s: &[u8], j: usize) -> usize {
         Some(b' ' | b'\n' | b'\r' | b'\t') => skip_ws_from(s, j + 1),
         _ => j,
     }
+}
+
+/// `key` (`name":`) at `i` with whitespace before the colon: the index after the colon.
+#[inline(never)]
+fn spaced_key(s: &[u8], i: usize, key: &[u8]) -> Option<usize> {
+    let name = &key[..key.len() - 1];
+    let mut j = i + name.len();
+    (s.get(i..j) == Some(name) && eat(s, &mut j, b':')).then_some(j)
 }
 
 /// Consumes `b` at `i`, after whitespace if there is any (looked for only when `b` is not there).
@@ -46,8 +54,8 @@ fn skip_ws_from(s: &[u8], mut j: usize) -> usize {
 /// A top-level field as the fast path reads it.
 #[derive(Debug, Clone)]
 pub(crate) struct FlatField {
-    /// The name and its closing quote.
-    quoted: Vec<u8>,
+    /// The name, its closing quote and the colon (`name":`).
+    key: Vec<u8>,
     col: usize,
     fast: Fast,
 }
@@ -60,10 +68,11 @@ impl Decoder {
         let plan = &self.top;
         let fields: Vec<FlatField> = (0..plan.cols.len())
             .filter_map(|k| {
-                let quoted = plan.quoted[k].clone().filter(|q| q.is_ascii())?;
+                let mut key = plan.quoted[k].clone().filter(|q| q.is_ascii())?;
+                key.push(b':');
                 let fast = self.fast[plan.tys[k]];
                 (fast != Fast::No).then_some(FlatField {
-                    quoted,
+                    key,
                     col: plan.cols[k],
                     fast,
                 })
@@ -86,22 +95,23 @@ impl Decoder {
             return false;
         }
         for (k, field) in self.flat.iter().enumerate() {
-            // `"name"` as it is in the input, then `:`.
-            let q = &field.quoted[..];
+            // `"name":` as it is in the input.
             if !eat(s, &mut i, b'"') {
                 return false;
             }
-            match s.get(i..i + q.len()) {
-                Some(raw) if same_bytes(raw, q) => i += q.len(),
-                _ => return false,
-            }
-            if !eat(s, &mut i, b':') {
-                return false;
+            let key = &field.key[..];
+            match s.get(i..i + key.len()) {
+                Some(raw) if same_bytes(raw, key) => i += key.len(),
+                _ => match spaced_key(s, i, key) {
+                    Some(j) => i = j,
+                    None => return false,
+                },
             }
             i = skip_ws(s, i);
             let c = field.col;
             match field.fast {
-                Fast::Int { lo, hi } => match int_token(s, i) {
+                // A fraction or an exponent after the digits fails the `,` / `}` below.
+                Fast::Int { lo, hi } => match int_digits(s, i) {
                     Some((v, j)) if v >= lo && v <= hi => {
                         // BIGINT, the usual one, without the match on the column's width.
                         if lo == i64::MIN {

@@ -88,6 +88,14 @@ pub(crate) fn digits8(s: &[u8], j: usize) -> Option<(usize, u64)> {
 /// path then reads and reports.
 #[inline(always)]
 pub(crate) fn int_token(s: &[u8], j: usize) -> Option<(i64, usize)> {
+    let (v, j) = int_digits(s, j)?;
+    (!matches!(s.get(j), Some(b'.' | b'e' | b'E'))).then_some((v, j))
+}
+
+/// [`int_token`] without the look at the byte after the digits: for a caller that checks it is a
+/// `,` or `}` anyway (a fraction or an exponent then fails that check).
+#[inline(always)]
+pub(crate) fn int_digits(s: &[u8], j: usize) -> Option<(i64, usize)> {
     let neg = s.get(j) == Some(&b'-');
     let start = j + usize::from(neg);
     let (j, magnitude) = match digits8(s, start) {
@@ -97,11 +105,7 @@ pub(crate) fn int_token(s: &[u8], j: usize) -> Option<(i64, usize)> {
         None => more_digits(s, start, 0),
     };
     let digits = j - start;
-    if digits == 0
-        || digits > 18
-        || (digits > 1 && s[start] == b'0')
-        || matches!(s.get(j), Some(b'.' | b'e' | b'E'))
-    {
+    if digits == 0 || digits > 18 || (digits > 1 && s[start] == b'0') {
         return None;
     }
     // Eighteen digits are below 10^18 < 2^63.
