@@ -98,25 +98,24 @@ pub(crate) fn int_token(s: &[u8], j: usize) -> Option<(i64, usize)> {
 pub(crate) fn int_digits(s: &[u8], j: usize) -> Option<(i64, usize)> {
     let neg = s.get(j) == Some(&b'-');
     let start = j + usize::from(neg);
-    let (j, magnitude) = match digits8(s, start) {
-        Some((n, v)) if n < 8 => (start + n, v),
-        // Past eight digits, and the last bytes of the input (fewer than eight left).
-        Some((_, v)) => more_digits(s, start + 8, v),
-        None => more_digits(s, start, 0),
-    };
-    let digits = j - start;
-    if digits == 0 || digits > 18 || (digits > 1 && s[start] == b'0') {
-        return None;
+    match digits8(s, start) {
+        // Up to seven digits, the usual: no loop, no call (whose result would pass through memory).
+        Some((n, v)) if n < 8 => {
+            if n == 0 || (n > 1 && s[start] == b'0') {
+                return None;
+            }
+            let v = v as i64;
+            Some((if neg { -v } else { v }, start + n))
+        }
+        _ => long_int(s, start, neg),
     }
-    // Eighteen digits are below 10^18 < 2^63.
-    let v = magnitude as i64;
-    Some((if neg { -v } else { v }, j))
 }
 
-/// The digits from `j` on, one at a time, accumulated onto `magnitude` (wrapping: the caller counts
-/// the digits); the index after them. Out of line: most numbers are read by [`digits8`] alone.
+/// [`int_digits`] for eight digits or more, or near the end of a short input: digit by digit.
 #[inline(never)]
-fn more_digits(s: &[u8], mut j: usize, mut magnitude: u64) -> (usize, u64) {
+fn long_int(s: &[u8], start: usize, neg: bool) -> Option<(i64, usize)> {
+    let mut j = start;
+    let mut magnitude: u64 = 0;
     while let Some(&c) = s.get(j) {
         let d = c.wrapping_sub(b'0');
         if d > 9 {
@@ -125,7 +124,13 @@ fn more_digits(s: &[u8], mut j: usize, mut magnitude: u64) -> (usize, u64) {
         magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(d));
         j += 1;
     }
-    (j, magnitude)
+    let digits = j - start;
+    if digits == 0 || digits > 18 || (digits > 1 && s[start] == b'0') {
+        return None;
+    }
+    // Eighteen digits are below 10^18 < 2^63.
+    let v = magnitude as i64;
+    Some((if neg { -v } else { v }, j))
 }
 
 /// The index of the closing quote of a string token at `j` whose content is printable ASCII
