@@ -20,12 +20,17 @@ fn skip_ws(s: &[u8], j: usize) -> usize {
     }
 }
 
-/// `key` (`name":`) at `i` with whitespace before the colon: the index after the colon.
+/// `key` (`name":`) at `i` with whitespace before the colon: the index after the colon, else
+/// `usize::MAX` (a plain number comes back in a register, an `Option` through the shadow stack).
 #[inline(never)]
-fn spaced_key(s: &[u8], i: usize, key: &[u8]) -> Option<usize> {
+fn spaced_key(s: &[u8], i: usize, key: &[u8]) -> usize {
     let name = &key[..key.len() - 1];
     let mut j = i + name.len();
-    (s.get(i..j) == Some(name) && eat(s, &mut j, b':')).then_some(j)
+    if s.get(i..j) == Some(name) && eat(s, &mut j, b':') {
+        j
+    } else {
+        usize::MAX
+    }
 }
 
 /// Consumes `b` at `i`, after whitespace if there is any (looked for only when `b` is not there).
@@ -103,8 +108,8 @@ impl Decoder {
             match s.get(i..i + key.len()) {
                 Some(raw) if same_bytes(raw, key) => i += key.len(),
                 _ => match spaced_key(s, i, key) {
-                    Some(j) => i = j,
-                    None => return false,
+                    usize::MAX => return false,
+                    j => i = j,
                 },
             }
             i = skip_ws(s, i);

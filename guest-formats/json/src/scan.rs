@@ -99,7 +99,7 @@ pub(crate) fn int_digits(s: &[u8], j: usize) -> Option<(i64, usize)> {
     let neg = s.get(j) == Some(&b'-');
     let start = j + usize::from(neg);
     match digits8(s, start) {
-        // Up to seven digits, the usual: no loop, no call (whose result would pass through memory).
+        // Up to seven digits, the usual: no loop (each one entered costs an epoch check on wasm).
         Some((n, v)) if n < 8 => {
             if n == 0 || (n > 1 && s[start] == b'0') {
                 return None;
@@ -111,8 +111,9 @@ pub(crate) fn int_digits(s: &[u8], j: usize) -> Option<(i64, usize)> {
     }
 }
 
-/// [`int_digits`] for eight digits or more, or near the end of a short input: digit by digit.
-#[inline(never)]
+/// [`int_digits`] for eight digits or more, or near the end of a short input: digit by digit
+/// (inlined: as a call its tuple result would pass through the shadow stack on every path).
+#[inline(always)]
 fn long_int(s: &[u8], start: usize, neg: bool) -> Option<(i64, usize)> {
     let mut j = start;
     let mut magnitude: u64 = 0;
@@ -153,29 +154,26 @@ pub(crate) fn ascii_string_end(s: &[u8], j: usize) -> Option<usize> {
         }
         j += 8;
     }
-    ascii_string_rest(s, j)
+    Some(ascii_string_rest(s, j)).filter(|&j| j != usize::MAX)
 }
 
-/// [`ascii_string_end`] past its first word.
+/// [`ascii_string_end`] past its first word; `usize::MAX` for `None` (a plain number comes back in
+/// a register, an `Option` through the guest's shadow stack).
 #[inline(never)]
-fn ascii_string_rest(s: &[u8], mut j: usize) -> Option<usize> {
-    while j + 8 <= s.len() {
-        let w = word(s, j);
+fn ascii_string_rest(s: &[u8], mut j: usize) -> usize {
+    while let Some(w) = next_word(s, j) {
         let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\') | bytes_below(w, 0x20) | (w & HIGHS);
         if m != 0 {
             j += (m.trailing_zeros() / 8) as usize;
-            return (s[j] == b'"').then_some(j);
+            return if j < s.len() && s[j] == b'"' {
+                j
+            } else {
+                usize::MAX
+            };
         }
         j += 8;
     }
-    while let Some(&c) = s.get(j) {
-        match c {
-            b'"' => return Some(j),
-            b'\\' | 0..=0x1f | 0x80.. => return None,
-            _ => j += 1,
-        }
-    }
-    None
+    usize::MAX
 }
 
 /// `s` as UTF-8: the ASCII prefix is skipped sixteen bytes at a time, the standard check runs from the
