@@ -173,6 +173,14 @@ fn ascii_string_rest(s: &[u8], mut j: usize) -> usize {
         }
         j += 8;
     }
+    // An input shorter than eight bytes, byte by byte.
+    while let Some(&c) = s.get(j) {
+        match c {
+            b'"' => return j,
+            b'\\' | 0..=0x1f | 0x80.. => return usize::MAX,
+            _ => j += 1,
+        }
+    }
     usize::MAX
 }
 
