@@ -154,16 +154,18 @@ impl Decoder {
         let mut p = Parser::new(&[]);
         // Messages the fast path gave up on; once they are more than one in eight, it is not tried.
         let mut misses = 0;
-        for index in 0..batch.count as usize {
-            let payload = slice_at(&batch.payloads, &batch.payload_offsets, index);
+        let count = batch.count as usize;
+        let mut index = 0;
+        while index < count {
             if !self.flat.is_empty() && misses * 8 <= index {
-                if self.flat_message(payload, &mut cols) {
-                    cols.end_row();
-                    continue;
+                // Up to the first message not in the common shape (rolled back).
+                index = self.flat_messages(batch, index, &mut cols);
+                if index == count {
+                    break;
                 }
-                cols.rollback();
                 misses += 1;
             }
+            let payload = slice_at(&batch.payloads, &batch.payload_offsets, index);
             if let Err(reason) = self.message(&mut p, payload, &mut cols) {
                 cols.rollback();
                 errors.push(RowError {
@@ -173,6 +175,7 @@ impl Decoder {
             } else {
                 cols.end_row();
             }
+            index += 1;
         }
         Ok(format_common::decoded(cols, errors))
     }

@@ -8,6 +8,7 @@
 
 use crate::decode::{Decoder, Fast};
 use crate::scan::{ascii_string_end, check_utf8, int_digits, same_bytes};
+use format_common::{MessageBatch, slice_at};
 use pulsar_connect_plugin::columns::Cols;
 
 /// Whitespace as JSON has it, from `j`: one comparison when there is none, the loop out of line (on
@@ -89,11 +90,34 @@ impl Decoder {
         fields
     }
 
-    /// Reads `s` as the common message (see the module) into the top-level columns: true when it is
-    /// one (one value pushed per column); false otherwise, with some of the row's values maybe pushed
-    /// (the caller rolls them back). Only for a decoder with a [`Decoder::flat_plan`].
+    /// Reads the messages of `batch` from `index` on as rows while they are in the common shape (see
+    /// the module); returns the index of the first that is not (its values rolled back), or the
+    /// count. One call for a run of messages: on wasm a call costs its prologue and an epoch check.
+    /// Only for a decoder with a [`Decoder::flat_plan`].
     #[inline(never)]
-    pub(crate) fn flat_message(&self, s: &[u8], cols: &mut Cols) -> bool {
+    pub(crate) fn flat_messages(
+        &self,
+        batch: &MessageBatch,
+        mut index: usize,
+        cols: &mut Cols,
+    ) -> usize {
+        let count = batch.count as usize;
+        while index < count {
+            let payload = slice_at(&batch.payloads, &batch.payload_offsets, index);
+            if !self.flat_message(payload, cols) {
+                cols.rollback();
+                return index;
+            }
+            cols.end_row();
+            index += 1;
+        }
+        count
+    }
+
+    /// Reads `s` as the common message into the top-level columns: true when it is one (one value
+    /// pushed per column); false otherwise, with some of the row's values maybe pushed.
+    #[inline(always)]
+    fn flat_message(&self, s: &[u8], cols: &mut Cols) -> bool {
         let last = self.flat.len().wrapping_sub(1);
         let mut i = 0;
         if !eat(s, &mut i, b'{') {
