@@ -141,13 +141,13 @@ impl Decoder {
             match field.fast {
                 // A fraction or an exponent after the digits fails the `,` / `}` below.
                 Fast::Int { lo, hi } => match int_digits(s, i) {
+                    // BIGINT, the usual one: every value of 18 digits fits, no match on the width.
+                    Some((v, j)) if lo == i64::MIN => {
+                        cols.push_i64(c, v);
+                        i = j;
+                    }
                     Some((v, j)) if v >= lo && v <= hi => {
-                        // BIGINT, the usual one, without the match on the column's width.
-                        if lo == i64::MIN {
-                            cols.push_i64(c, v);
-                        } else {
-                            cols.push_int(c, v);
-                        }
+                        cols.push_int(c, v);
                         i = j;
                     }
                     _ => return false,
