@@ -23,4 +23,5 @@ mod python_interop;
 mod read_rounds;
 mod routers_wasm;
 mod routing_vectors;
+mod seek_rounds;
 mod shared;

@@ -270,6 +270,12 @@ fn register_batch_decompressor() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         magnetar::proto::batch_payload::set_batch_decompressor(decompress);
+        // Nothing here reads the per-message observational events: building them cloned every
+        // delivered message (third_party/README.md, magnetar-proto patch 10).
+        magnetar::proto::set_observational_events(false);
+        // Grants sized in entries, so a consumer of batched topics holds about a receiver queue of
+        // messages (third_party/README.md, magnetar-proto patch 11).
+        magnetar::proto::set_entry_sized_flow(true);
     });
 }
 

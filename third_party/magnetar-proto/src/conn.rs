@@ -339,6 +339,26 @@ struct AbandonedProducerOpen {
 /// not counted against this cap.
 pub const EVENT_QUEUE_OBSERVATIONAL_CAP: usize = 4096;
 
+/// pulsar-connect patch: whether per-message observational events (`Message`,
+/// `MessageReceivedFromShadow`, `SendReceipt`) are queued at all. They are built by cloning every
+/// delivered message (its `SingleMessageMetadata` with the key string) and, as nothing drains
+/// them, the queue sits at [`EVENT_QUEUE_OBSERVATIONAL_CAP`] and every later clone is dropped at
+/// once — work per message for nothing, and 4 096 retained clones the runtime's event scans walk
+/// on every driver wake. On by default (upstream behaviour); a runtime that never reads them
+/// turns them off with [`set_observational_events`].
+static OBSERVATIONAL_EVENTS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(true);
+
+/// pulsar-connect patch: switches the per-message observational events on or off process-wide
+/// (see [`OBSERVATIONAL_EVENTS`]).
+pub fn set_observational_events(enabled: bool) {
+    OBSERVATIONAL_EVENTS.store(enabled, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn observational_events() -> bool {
+    OBSERVATIONAL_EVENTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Error code surfaced when a publish exceeds its configured `send_timeout`.
 ///
 /// Pulsar's wire-protocol `ServerError` enum has no `TimeoutError` variant, so both
@@ -2504,7 +2524,10 @@ impl Connection {
                             now,
                         );
                         let mut events = Vec::new();
-                        if let Ok(crate::consumer::DeliverOutcome::Delivered { count }) = outcome {
+                        let observed = observational_events();
+                        if let (true, Ok(crate::consumer::DeliverOutcome::Delivered { count })) =
+                            (observed, outcome)
+                        {
                             // Emit one observational event per newly delivered payload by
                             // *cloning* the tail of the queue — the runtime drains the actual
                             // payloads via `Connection::pop_message`, so the queue must remain
@@ -4074,6 +4097,9 @@ impl Connection {
         // for all practical purposes; the proxy at worst drops an
         // observational event slightly early, which is harmless, and it never
         // blocks a non-observational push (those bypass this helper).
+        if !observational_events() {
+            return;
+        }
         if self.events.len() >= EVENT_QUEUE_OBSERVATIONAL_CAP {
             self.dropped_observational_events = self.dropped_observational_events.saturating_add(1);
             return;
@@ -4226,6 +4252,10 @@ impl Connection {
             // `handle_timeout`. `None` when the consumer uses the default
             // `Fixed` policy (no auto-adjust), so this is a no-op there.
             if let Some(d) = consumer.next_adjust_deadline() {
+                consider(d);
+            }
+            // pulsar-connect patch 11: when withheld permits may be released.
+            if let Some(d) = consumer.next_release_deadline() {
                 consider(d);
             }
             // Issue #414: surface the per-consumer stall deadline so the driver wakes us
@@ -4393,6 +4423,10 @@ impl Connection {
             }
             if let Some(tracker) = consumer.ack_tracker.as_mut() {
                 ack_actions.extend(tracker.poll(now));
+            }
+            // pulsar-connect patch 11: the entry-sized flow's liveness backstop.
+            if let Some(flow) = consumer.release_withheld(now) {
+                adjust_flows.push(flow);
             }
             // Bounded chunk reassembly: expire incomplete chunked messages
             // older than `expire_time_of_incomplete_chunked_message`. The
@@ -7333,6 +7367,62 @@ impl Connection {
             let _ = self.encode_command(&base);
         }
         msg
+    }
+
+    /// pulsar-connect patch: drain up to `max_messages` messages whose payloads add up to at most
+    /// `max_bytes` (the next message is left queued when it would cross the cap) from `handle`'s
+    /// queue into `out`, under one consumer lookup and one slot lock, with the same accounting as
+    /// that many [`Self::pop_message`] calls — each pop refunds its permit and may queue a
+    /// replenishing flow, in the same order. An encrypted message is the last one of a run.
+    /// Returns how many were moved. The runtime's batch
+    /// receive paid a connection-map lookup, a slot lock and a clock read per message (three times:
+    /// peek, pop, crypto action) before.
+    pub fn pop_messages(
+        &mut self,
+        handle: ConsumerHandle,
+        max_messages: usize,
+        max_bytes: usize,
+        mut bytes_so_far: usize,
+        now: Instant,
+        out: &mut Vec<IncomingMessage>,
+    ) -> usize {
+        let mut flows = Vec::new();
+        let mut moved = 0;
+        if let Some(slot) = self.consumers.get(&handle) {
+            let mut consumer = slot.state.lock();
+            while moved < max_messages {
+                let Some(size) = consumer.queue.front().map(|m| m.payload.len()) else {
+                    break;
+                };
+                if bytes_so_far.saturating_add(size) > max_bytes {
+                    break;
+                }
+                let Some(msg) = consumer.pop_message(now) else {
+                    break;
+                };
+                bytes_so_far = bytes_so_far.saturating_add(size);
+                let encrypted = !msg.metadata.encryption_keys.is_empty();
+                out.push(msg);
+                moved += 1;
+                if let Some(flow) = consumer.maybe_flow() {
+                    flows.push(flow);
+                }
+                // An encrypted message ends the run: its decryption may fail, and what the caller
+                // does then must not take the messages behind it out of the queue.
+                if encrypted {
+                    break;
+                }
+            }
+        }
+        for flow in flows {
+            let base = pb::BaseCommand {
+                r#type: pb::base_command::Type::Flow as i32,
+                flow: Some(flow),
+                ..Default::default()
+            };
+            let _ = self.encode_command(&base);
+        }
+        moved
     }
 
     fn alloc_request_id(&mut self) -> RequestId {

@@ -263,6 +263,8 @@ pub struct ConsumerState {
     /// refund-driven, not pop-driven: the invariant it holds up is
     /// `granted window == permit_balance + consumed_since_flow + queue.len()`.
     pub(crate) consumed_since_flow: u32,
+    /// pulsar-connect patch 11: flow grants sized in entries (`crate::entry_flow`).
+    pub(crate) entry_flow: crate::entry_flow::EntryFlow,
     /// Inbound queue of messages ready to deliver to the user.
     pub queue: VecDeque<IncomingMessage>,
     /// Per-uuid chunk reassembly state.
@@ -932,6 +934,7 @@ impl ConsumerState {
             last_dispatched: None,
             stall_recovery_attempts: 0,
             consumed_since_flow: 0,
+            entry_flow: crate::entry_flow::EntryFlow::default(),
             queue: VecDeque::new(),
             chunk_reassembly: HashMap::new(),
             chunk_reassembly_order: VecDeque::new(),
@@ -1182,6 +1185,11 @@ impl ConsumerState {
     /// watchdog (`permit_balance > 0` candidacy), and unable to reach `maybe_flow` — has
     /// exactly one exit.
     pub fn is_flow_starved(&self) -> bool {
+        if self.grants_in_entries() {
+            // pulsar-connect patch 11: the next pop grants whenever the queue is below half, so
+            // only an empty queue over a spent (or indebted) broker balance is starved.
+            return self.queue.is_empty() && self.broker_balance() <= 0;
+        }
         self.permit_balance == 0
             && (self.consumed_since_flow as usize).saturating_add(self.queue.len())
                 < self.flow_threshold() as usize
@@ -1194,14 +1202,20 @@ impl ConsumerState {
         if self.closed || self.pending_seek.is_some() || self.paused {
             return None;
         }
-        let threshold = self.flow_threshold();
-        if self.consumed_since_flow < threshold {
-            return None;
-        }
-        let permits = self.consumed_since_flow;
-        self.consumed_since_flow = 0;
-        self.granted_permits = self.granted_permits.saturating_add(permits);
-        self.permit_balance = self.permit_balance.saturating_add(permits);
+        // pulsar-connect patch 11: grants sized in entries when the consumer learned that entries
+        // are batches (`crate::entry_flow`); otherwise the upstream half-queue refill.
+        let permits = match self.entry_grant() {
+            crate::entry_flow::EntryGrant::Grant(permits) => permits,
+            crate::entry_flow::EntryGrant::Hold => return None,
+            crate::entry_flow::EntryGrant::Upstream => {
+                let threshold = self.flow_threshold();
+                if self.consumed_since_flow < threshold {
+                    return None;
+                }
+                self.consumed_since_flow
+            }
+        };
+        self.book_grant(permits);
         self.clear_stall_watch();
         Some(pb::CommandFlow {
             consumer_id: self.handle.0,
@@ -1246,8 +1260,9 @@ impl ConsumerState {
     ///
     /// Carries no clock (ADR-0011): the mark is a counter, so the three call sites keep
     /// their existing signatures.
-    fn record_dispatch_unit(&mut self) {
-        self.permit_balance = self.permit_balance.saturating_sub(1);
+    pub(crate) fn record_dispatch_unit(&mut self) {
+        // pulsar-connect patch 11: past a spent balance the unit is the broker's debt.
+        self.book_dispatch_unit();
         self.dispatch_units_received = self.dispatch_units_received.saturating_add(1);
         self.stall_recovery_attempts = 0;
     }
@@ -1448,9 +1463,13 @@ impl ConsumerState {
     /// Failover active-consumer-change re-arm — route through here, so each
     /// grants the policy's CURRENT target rather than a stale raw value.
     pub fn initial_flow(&mut self) -> pb::CommandFlow {
-        let permits = self.receiver_queue_size as u32;
+        // pulsar-connect patch 11: one entry until an entry was seen, then entry-sized
+        // (`crate::entry_flow`); the receiver queue when that is off.
+        let permits = self.initial_permits();
         self.granted_permits = permits;
         self.permit_balance = permits;
+        self.entry_flow.debt = 0;
+        self.entry_flow.idle_since = None;
         self.consumed_since_flow = 0;
         // Issue #427: this attach's initial grant is now on its way to the broker, so no
         // other grant site owes it one. `Connection::initial_flow` reads the flag back to
@@ -1612,6 +1631,14 @@ impl ConsumerState {
     /// [ADR-0086]: https://github.com/CleverCloud/magnetar/blob/main/specs/adr/0086-inject-now-into-proto-latency-recording.md
     pub fn pop_message(&mut self, now: std::time::Instant) -> Option<IncomingMessage> {
         let msg = self.queue.pop_front()?;
+        if self.queue.is_empty() {
+            // pulsar-connect patch 11: the liveness backstop's clock, and the memory of a queue
+            // that grew past its bound (a backlog's first dispatch) given back once drained.
+            self.note_queue_empty(now);
+            if self.queue.capacity() > 4 * self.receiver_queue_size.max(64) {
+                self.queue.shrink_to(self.receiver_queue_size);
+            }
+        }
         // Issue #301: keep the buffered-queue-bytes counter in lock-step with
         // the enqueue bump in `classify_and_queue`.
         self.queued_bytes = self.queued_bytes.saturating_sub(msg.payload.len() as u64);
@@ -1781,6 +1808,8 @@ impl ConsumerState {
         }
         let redelivery = cmd.redelivery_count.unwrap_or(0);
         let mut message_id = MessageId::from_pb(&cmd.message_id);
+        // pulsar-connect patch 11: how many messages an entry holds sizes the next grant.
+        self.learn_entry_size(metadata.num_messages_in_batch);
 
         // Chunked message path.
         if let (Some(total), Some(chunk_id)) = (metadata.num_chunks_from_msg, metadata.chunk_id) {

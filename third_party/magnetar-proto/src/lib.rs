@@ -83,6 +83,7 @@ pub mod conn;
 pub(crate) mod conn_types;
 pub mod consumer;
 pub mod crypto;
+pub mod entry_flow;
 /// PIP-460 segment-DAG-watch session state machine (experimental, ADR-0093).
 #[cfg(feature = "scalable-topics")]
 pub mod dag_watch;
@@ -139,8 +140,9 @@ pub use crate::cluster_failover::ControlledClusterFailover;
 pub use crate::conn::{
     AckRequest, Connection, ConnectionConfig, CreateProducerRequest, CryptoFailureAction,
     HandshakeState, KeySharedConfig, MAX_TRANSIENT_OPEN_RETRIES, MemoryLimitPolicy, OpOutcome,
-    PendingOpKey, RedirectUrlAllowList, SeekTarget, SubscribeRequest,
+    PendingOpKey, RedirectUrlAllowList, SeekTarget, SubscribeRequest, set_observational_events,
 };
+pub use crate::entry_flow::set_entry_sized_flow;
 pub use crate::consumer::{ConsumerIdentity, ConsumerSlot, ConsumerStats, ShadowTopicMetadata};
 pub use crate::crypto::{EncryptError, MessageDecryptor, MessageEncryptor};
 #[cfg(feature = "scalable-topics")]

@@ -853,7 +853,9 @@ impl Consumer {
                 // on seek without a `CommandCloseConsumer`, so the engine
                 // re-subscribes, replays the initial flow permits, and asks
                 // for full redelivery.
-                let initial_flow_permits = self.slot.state.lock().receiver_queue_size as u64;
+                // pulsar-connect patch: what was granted (entry-sized grants make it less than the
+                // receiver queue, magnetar-proto patch 11), not the receiver queue size.
+                let initial_flow_permits = u64::from(self.slot.state.lock().granted_permits);
                 tracing::info!(
                     topic = %self.slot.identity.topic,
                     subscription = %self.slot.identity.subscription,
@@ -1337,56 +1339,57 @@ impl Consumer {
         // driver either, and the flow waited for an unrelated wake (an ack, the keepalive) —
         // seconds without dispatch. Wake it once after the loop, as `drain_messages` does.
         let popped = Popped(&self.shared);
+        // pulsar-connect patch: the rest in one go — one connection lock, one consumer lookup, one
+        // clock read (`Connection::pop_messages`) instead of three locks and lookups per message.
+        // ADR-0011/ADR-0086: host-clock snapshot at the engine boundary, taken before the
+        // connection mutex (ADR-0038).
+        let now = std::time::Instant::now();
+        let mut rest = Vec::with_capacity(max_messages.saturating_sub(1).min(4096));
         while out.len() < max_messages {
-            // Peek at the next message's payload size; if popping it would exceed the
-            // byte cap, leave it for the next batch.
-            let next_size = self
-                .shared
-                .inner
-                .lock()
-                .peek_message_payload_size(self.handle);
-            let Some(next_size) = next_size else { break };
-            if acc_bytes.saturating_add(next_size) > max_bytes {
-                break;
-            }
-            // ADR-0011/ADR-0086: host-clock snapshot at the engine boundary, taken before the
-            // connection mutex (ADR-0038).
-            let now = std::time::Instant::now();
-            let msg = {
+            rest.clear();
+            let action = {
                 let mut conn = self.shared.inner.lock();
-                conn.pop_message(self.handle, now)
+                let moved = conn.pop_messages(
+                    self.handle,
+                    max_messages - out.len(),
+                    max_bytes,
+                    acc_bytes,
+                    now,
+                    &mut rest,
+                );
+                if moved == 0 {
+                    break;
+                }
+                conn.consumer_crypto_failure_action(self.handle)
             };
-            let Some(mut msg) = msg else { break };
-            // PIP-4: honor the per-consumer crypto failure action for any encrypted message
-            // popped here (the first message went through `receive()` which already does
-            // this).
-            let action = self
-                .shared
-                .inner
-                .lock()
-                .consumer_crypto_failure_action(self.handle);
-            match post_process_message(&mut msg, self.decryptor.as_ref(), action) {
-                PostProcessOutcome::Deliver => {
-                    acc_bytes = acc_bytes.saturating_add(msg.payload.len());
-                    out.push(msg);
+            out.reserve(rest.len());
+            for mut msg in rest.drain(..) {
+                // PIP-4: honor the per-consumer crypto failure action for any encrypted message
+                // popped here (the first message went through `receive()` which already does
+                // this). Only the last message of a run can be encrypted (`pop_messages`).
+                match post_process_message(&mut msg, self.decryptor.as_ref(), action) {
+                    PostProcessOutcome::Deliver => {
+                        acc_bytes = acc_bytes.saturating_add(msg.payload.len());
+                        out.push(msg);
+                    }
+                    PostProcessOutcome::Discard => {
+                        // Ack and continue — the caller should never see this message.
+                        let mut conn = self.shared.inner.lock();
+                        let _ = conn.ack(
+                            self.handle,
+                            magnetar_proto::AckRequest {
+                                message_ids: vec![msg.message_id],
+                                ack_type: magnetar_proto::pb::command_ack::AckType::Individual,
+                                properties: Vec::new(),
+                                txn_id: None,
+                            },
+                            std::time::Instant::now(),
+                        );
+                        drop(conn);
+                        self.shared.driver_waker.notify_one();
+                    }
+                    PostProcessOutcome::Fail(err) => return Err(err),
                 }
-                PostProcessOutcome::Discard => {
-                    // Ack and continue — the caller should never see this message.
-                    let mut conn = self.shared.inner.lock();
-                    let _ = conn.ack(
-                        self.handle,
-                        magnetar_proto::AckRequest {
-                            message_ids: vec![msg.message_id],
-                            ack_type: magnetar_proto::pb::command_ack::AckType::Individual,
-                            properties: Vec::new(),
-                            txn_id: None,
-                        },
-                        std::time::Instant::now(),
-                    );
-                    drop(conn);
-                    self.shared.driver_waker.notify_one();
-                }
-                PostProcessOutcome::Fail(err) => return Err(err),
             }
         }
         drop(popped);
