@@ -1466,6 +1466,14 @@ impl ConsumerState {
         // pulsar-connect patch 11: one entry until an entry was seen, then entry-sized
         // (`crate::entry_flow`); the receiver queue when that is off.
         let permits = self.initial_permits();
+        if self.entry_flow.enabled {
+            tracing::debug!(
+                consumer_id = self.handle.0,
+                permits,
+                entry_messages = self.entry_flow.entry_messages,
+                "initial flow grant",
+            );
+        }
         self.granted_permits = permits;
         self.permit_balance = permits;
         self.entry_flow.debt = 0;

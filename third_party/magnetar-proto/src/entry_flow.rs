@@ -135,6 +135,17 @@ impl ConsumerState {
 
     /// Books a grant of `permits`: the broker's debt first, then its balance.
     pub(crate) fn book_grant(&mut self, permits: u32) {
+        if self.entry_flow.enabled {
+            tracing::debug!(
+                consumer_id = self.handle.0,
+                permits,
+                balance = self.broker_balance(),
+                owed = self.consumed_since_flow,
+                queued = self.queue.len(),
+                entry_messages = self.entry_flow.entry_messages,
+                "flow grant",
+            );
+        }
         let repaid = permits.min(self.entry_flow.debt);
         self.entry_flow.debt -= repaid;
         self.permit_balance = self.permit_balance.saturating_add(permits - repaid);
