@@ -1,6 +1,6 @@
 //! The JSON scanner the decoder runs over a message: values straight into typed columns, no tree.
 
-use crate::scan::{digits8, int_token, same_bytes, scan_plain};
+use crate::scan::{digits8, int_token, more_digits, same_bytes, scan_plain};
 use format_common::DataType;
 
 /// Why a value could not be decoded.
@@ -213,14 +213,7 @@ impl<'a> Parser<'a> {
             j += n;
             magnitude = v;
         }
-        while let Some(&c) = s.get(j) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(d));
-            j += 1;
-        }
+        (j, magnitude) = more_digits(s, j, magnitude);
         let digits = j - int_start;
         if digits == 0 {
             return syntax(format!("unexpected character at byte {j} in a number"));

@@ -115,8 +115,20 @@ pub(crate) fn int_digits(s: &[u8], j: usize) -> Option<(i64, usize)> {
 /// (inlined: as a call its tuple result would pass through the shadow stack on every path).
 #[inline(always)]
 fn long_int(s: &[u8], start: usize, neg: bool) -> Option<(i64, usize)> {
-    let mut j = start;
-    let mut magnitude: u64 = 0;
+    let (j, magnitude) = more_digits(s, start, 0);
+    let digits = j - start;
+    if digits == 0 || digits > 18 || (digits > 1 && s[start] == b'0') {
+        return None;
+    }
+    // Eighteen digits are below 10^18 < 2^63.
+    let v = magnitude as i64;
+    Some((if neg { -v } else { v }, j))
+}
+
+/// The decimal digits from `j` on, accumulated onto `magnitude` (wrapping: callers bound the count):
+/// the index after the last digit and the value.
+#[inline(always)]
+pub(crate) fn more_digits(s: &[u8], mut j: usize, mut magnitude: u64) -> (usize, u64) {
     while let Some(&c) = s.get(j) {
         let d = c.wrapping_sub(b'0');
         if d > 9 {
@@ -125,13 +137,7 @@ fn long_int(s: &[u8], start: usize, neg: bool) -> Option<(i64, usize)> {
         magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(d));
         j += 1;
     }
-    let digits = j - start;
-    if digits == 0 || digits > 18 || (digits > 1 && s[start] == b'0') {
-        return None;
-    }
-    // Eighteen digits are below 10^18 < 2^63.
-    let v = magnitude as i64;
-    Some((if neg { -v } else { v }, j))
+    (j, magnitude)
 }
 
 /// The index of the closing quote of a string token at `j` whose content is printable ASCII
