@@ -66,24 +66,33 @@ async fn read_round(
     Ok(got as f64 / wall.max(1e-9))
 }
 
+/// `rows` messages (payload `payload(i)`) in batches of up to 1 000, as a busy producer writes them; their ids.
+pub(crate) async fn produce_batched(
+    client: &magnetar::PulsarClient,
+    topic: &str,
+    rows: usize,
+    payload: impl Fn(usize) -> String,
+) -> Result<Vec<magnetar::MessageId>> {
+    let producer = client
+        .producer(topic)
+        .batching(1000, 1 << 20)
+        .batching_max_publish_delay(Duration::from_millis(10))
+        .create()
+        .await?;
+    let sends: Vec<_> = (0..rows)
+        .map(|i| producer.send(OutgoingMessage::with_payload(payload(i).into_bytes()).into()))
+        .collect();
+    let ids = futures::future::try_join_all(sends).await?;
+    producer.close().await?;
+    Ok(ids)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeated_reads_of_a_backlog_do_not_stall() -> Result<()> {
     let broker = TestBroker::get();
     let client = broker.client().await?;
     let topic = unique_topic("read-rounds");
-    let producer = client
-        .producer(topic.as_str())
-        .batching(1000, 1 << 20)
-        .batching_max_publish_delay(Duration::from_millis(10))
-        .create()
-        .await?;
-    let sends: Vec<_> = (0..ROWS)
-        .map(|i| {
-            producer.send(OutgoingMessage::with_payload(format!("{i:08}").into_bytes()).into())
-        })
-        .collect();
-    futures::future::try_join_all(sends).await?;
-    producer.close().await?;
+    produce_batched(&client, &topic, ROWS, |i| format!("{i:08}")).await?;
 
     let (mut source, mut control) = (Vec::new(), Vec::new());
     for r in 0..ROUNDS {

@@ -844,7 +844,10 @@ impl Consumer {
                         let now = std::time::Instant::now();
                         let mut conn = self.shared.inner.lock();
                         let _ = conn.initial_flow(self.handle, now);
-                        conn.redeliver_unacked_all(self.handle);
+                        // pulsar-connect patch: no `redeliver_unacked_all` here. The consumer is new
+                        // to the broker (nothing of it is unacknowledged), and its cursor already
+                        // stands at the seek target; the redelivery only rewound the cursor under
+                        // the dispatch the initial flow had started, so the first entries came twice.
                     }
                     self.shared.driver_waker.notify_one();
                 }
