@@ -6,9 +6,11 @@
 //! times on fresh subscriptions, min / median / max); `--parallel-rounds N` only the parallel reads
 //! (`parallel`: a 4-partition topic by 1, 2 and 4 subtasks, by one and by two processes).
 
+mod decode;
 mod latency;
 mod parallel;
 mod reads;
+mod throughput;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -49,6 +51,10 @@ pub struct BenchArgs {
     /// (BENCHMARKS.md untouched; the table is printed).
     #[arg(long)]
     pub read_rounds: Option<usize>,
+    /// Interleaved rounds of every throughput job (the ratios use the rounds' min and median; default 3,
+    /// 1 with --smoke).
+    #[arg(long)]
+    pub rounds: Option<usize>,
     /// Only the parallel reads: fill one 4-partition topic, then read it this many interleaved rounds
     /// with 1, 2 and 4 source subtasks, and by one and by two processes sharing a Failover subscription
     /// (BENCHMARKS.md untouched; the table is printed).
@@ -97,6 +103,15 @@ impl Measure {
     }
 }
 
+/// A positive figure with `decimals` decimals, else "–" (not measured).
+fn figure_or_dash(v: f64, decimals: usize) -> String {
+    if v > 0.0 {
+        format!("{v:.decimals$}")
+    } else {
+        "–".to_owned()
+    }
+}
+
 fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
@@ -128,6 +143,14 @@ fn proc_hwm_mb(pid: u32) -> f64 {
         / 1024.0
 }
 
+fn unlabelled_metric(body: &str, name: &str) -> f64 {
+    let prefix = format!("{name} ");
+    body.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 fn metric(body: &str, name: &str, table: &str) -> f64 {
     let prefix = format!("{name}{{table=\"{table}\"}} ");
     body.lines()
@@ -151,6 +174,9 @@ struct Reading {
     sets: String,
     source_options: String,
     processes: usize,
+    /// Into Pulsar instead of blackhole: the sink table's options after the connection ones (its
+    /// `'topic' = ...` first); the run then ends with the first checkpoint completed after the last row.
+    sink: Option<String>,
 }
 
 impl Ctx {
@@ -269,10 +295,22 @@ INSERT INTO dst SELECT * FROM gen;",
         pipeline: Option<&str>,
         reading: &Reading,
     ) -> Result<Measure> {
+        let columns = if format == "raw" {
+            "payload STRING"
+        } else {
+            "order_id BIGINT, order_product_id BIGINT, order_customer_id BIGINT, order_status STRING"
+        };
+        let sink = match &reading.sink {
+            None => format!("CREATE TABLE sink ({columns}) WITH ('connector' = 'blackhole');"),
+            Some(options) => format!(
+                "CREATE TABLE sink ({columns}) WITH ('connector' = 'pulsar', 'service-url' = '{}', 'admin-url' = '{}', 'format' = '{format}', {options});",
+                self.service_url, self.admin_url
+            ),
+        };
         let sql = format!(
             "SET 'execution.checkpointing.interval' = '10s';
 {}{}{}
-CREATE TABLE sink ({}) WITH ('connector' = 'blackhole');
+{sink}
 INSERT INTO sink SELECT * FROM src;",
             pipeline
                 .map(|p| format!("SET 'pipeline.name' = '{p}';\n"))
@@ -287,11 +325,6 @@ INSERT INTO sink SELECT * FROM src;",
                     reading.source_options
                 )
             ),
-            if format == "raw" {
-                "payload STRING"
-            } else {
-                "order_id BIGINT, order_product_id BIGINT, order_customer_id BIGINT, order_status STRING"
-            }
         );
         let job = self.job_file(name, &sql)?;
         let mut procs = Vec::new();
@@ -315,6 +348,7 @@ INSERT INTO sink SELECT * FROM src;",
         // rows count, and the span is at most one sampling interval too long. (Counting from the first sample
         // that saw rows would drop the first batch, and with tiny data — `--smoke` — every row.)
         let mut start = (Instant::now(), cpu(&procs));
+        let mut all_in_at: Option<f64> = None;
         let result = loop {
             for (child, _, log) in &mut procs {
                 if let Some(s) = child.try_wait()? {
@@ -328,10 +362,15 @@ INSERT INTO sink SELECT * FROM src;",
             // (pulsar_connect_bytes_in_total counts Arrow memory, not message bytes: MB/s comes from the
             // topic's payload bytes, see `fill_payload_bytes`.)
             let mut rows = 0.0;
+            let mut checkpoints = 0.0;
             let mut answering = true;
             for (_, url, _) in &procs {
                 match http::get(url, None) {
-                    Ok(r) => rows += metric(&r.body, "pulsar_connect_rows_in_total", "src"),
+                    Ok(r) => {
+                        rows += metric(&r.body, "pulsar_connect_rows_in_total", "src");
+                        checkpoints +=
+                            unlabelled_metric(&r.body, "pulsar_connect_checkpoints_total");
+                    }
                     Err(_) => answering = false,
                 }
             }
@@ -342,7 +381,17 @@ INSERT INTO sink SELECT * FROM src;",
             if rows == 0.0 {
                 start = sampled;
             }
-            if rows >= self.rows as f64 {
+            // Into Pulsar, the rows count once a checkpoint completed after the last one came in (its
+            // flush, and in exactly-once the transaction's commit).
+            let committed = match (&reading.sink, rows >= self.rows as f64) {
+                (_, false) => false,
+                (None, true) => true,
+                (Some(_), true) => {
+                    let before = *all_in_at.get_or_insert(checkpoints);
+                    checkpoints > before
+                }
+            };
+            if committed {
                 let (t0, c0) = start;
                 break Ok(Measure {
                     name: name.to_owned(),
@@ -618,18 +667,31 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         );
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    let mut out = Vec::new();
+    let rounds = args.rounds.unwrap_or(if args.smoke { 1 } else { 3 }).max(1);
+    let mut all = Vec::new();
+    let mut decode = Vec::new();
+    let mut instructions = String::new();
     if !args.latency_only {
-        out = throughput_runs(&ctx, run_id, with_flink)?;
-        fill_payload_bytes(&ctx, &mut out)?;
-        match decode_bench(&root, &cargo, rows.min(200_000)) {
+        all = throughput::run(&ctx, run_id, with_flink, rounds)?;
+        match decode::timed(
+            &root,
+            &cargo,
+            rows.min(200_000),
+            if args.smoke { 1 } else { 5 },
+        ) {
             Ok(ms) => {
                 for m in ms {
                     report_step(&m);
-                    out.push(m);
+                    decode.push(m);
                 }
             }
             Err(e) => eprintln!("native/wasm decode bench skipped: {e:#}"),
+        }
+        if !args.smoke {
+            match decode::instructions(&root, &cargo, &ctx.dir) {
+                Ok(counts) => instructions = counts,
+                Err(e) => eprintln!("decode instruction counts skipped: {e:#}"),
+            }
         }
     }
     let lat = if latency_seconds > 0.0 {
@@ -646,10 +708,15 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
     };
     drop(broker);
     let load_after = load_average();
-    let table = format!("{}{}", render(&out), latency::render(&lat));
+    let table = format!(
+        "{}{}{}",
+        throughput::render(&all, &decode),
+        instructions,
+        latency::render(&lat)
+    );
     println!("{table}");
     if !args.smoke && !args.latency_only {
-        let mut command = format!("cargo xtask bench --rows {rows}");
+        let mut command = format!("cargo xtask bench --rows {rows} --rounds {rounds}");
         if args.no_flink {
             command.push_str(" --no-flink");
         }
@@ -672,124 +739,6 @@ fn report_step(m: &Measure) {
         m.cpu_per_m(),
         m.peak_rss_mb
     );
-}
-
-/// The throughput runs: ours producing (which fills the topics), ours reading, the ceiling, the Flink peer.
-fn throughput_runs(ctx: &Ctx, run_id: u64, with_flink: bool) -> Result<Vec<Measure>> {
-    let t = |s: &str| format!("persistent://public/default/bench-{s}-{run_id}");
-    let (json1, json4, avro1, eo1) = (t("json-1p"), t("json-4p"), t("avro-1p"), t("eo-1p"));
-    partitioned(&ctx.admin_url, &json4, 4)?;
-    let mut out: Vec<Measure> = Vec::new();
-    let mut step = |m: Result<Measure>| -> Result<()> {
-        let m = m?;
-        report_step(&m);
-        out.push(m);
-        Ok(())
-    };
-    eprintln!(
-        "producing {} rows per topic (these runs are the sink benchmarks)",
-        ctx.rows
-    );
-    let key_hash = ", 'sink.message-router' = 'key-hash'";
-    step(ctx.produce(
-        "ours: datagen → json → key-hash → pulsar (1p, at-least-once)",
-        &json1,
-        "json",
-        key_hash,
-        "2s",
-    ))?;
-    step(ctx.produce(
-        "ours: datagen → json → key-hash → pulsar (4p, at-least-once)",
-        &json4,
-        "json",
-        key_hash,
-        "2s",
-    ))?;
-    step(ctx.produce(
-        "ours: datagen → json → pulsar (1p, exactly-once)",
-        &eo1,
-        "json",
-        ", 'sink.semantic' = 'exactly-once'",
-        "2s",
-    ))?;
-    step(ctx.produce(
-        "ours: datagen → avro → pulsar (1p)",
-        &avro1,
-        "avro",
-        "",
-        "2s",
-    ))?;
-    eprintln!("reading");
-    step(ctx.consume("ours: pulsar(json, 1p) → blackhole", &json1, "json", None))?;
-    step(ctx.consume("ours: pulsar(json, 4p) → blackhole", &json4, "json", None))?;
-    step(ctx.consume("ours: pulsar(avro, 1p) → blackhole", &avro1, "avro", None))?;
-    step(ctx.consume("ours: pulsar(raw, 1p) → blackhole", &json1, "raw", None))?;
-    step(ctx.ceiling("ceiling: bare consumer (json, 1p)", &json1))?;
-    step(ctx.ceiling("ceiling: bare consumer (json, 4p)", &json4))?;
-    step(ctx.ceiling("ceiling: bare consumer (avro, 1p)", &avro1))?;
-    if with_flink {
-        eprintln!("Flink peer");
-        step(ctx.flink(
-            "flink: pulsar(json, 1p) → blackhole",
-            "pulsar-json-blackhole.sql",
-            &json1,
-            true,
-            &[],
-        ))?;
-        step(ctx.flink(
-            "flink: pulsar(json, 4p) → blackhole",
-            "pulsar-json-blackhole.sql",
-            &json4,
-            true,
-            &[],
-        ))?;
-        step(ctx.flink(
-            "flink: pulsar(raw, 1p) → blackhole",
-            "pulsar-raw-blackhole.sql",
-            &json1,
-            true,
-            &[],
-        ))?;
-        let rows_var = format!("ROWS={}", ctx.rows);
-        step(ctx.flink(
-            "flink: datagen → json → pulsar (1p)",
-            "datagen-json-pulsar.sql",
-            &t("flink-sink"),
-            false,
-            &[&rows_var],
-        ))?;
-    }
-    Ok(out)
-}
-
-/// MB/s needs message bytes: every topic's payload bytes per message, from a bare read of the whole topic
-/// (the ceiling rows already are one; topics without a ceiling row are read here, unreported).
-fn fill_payload_bytes(ctx: &Ctx, out: &mut [Measure]) -> Result<()> {
-    let mut per_msg: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
-    for m in out.iter().filter(|m| m.name.starts_with("ceiling:")) {
-        if let (Some(t), true) = (&m.topic, m.rows > 0) {
-            per_msg.insert(t.clone(), m.bytes as f64 / m.rows as f64);
-        }
-    }
-    let missing: std::collections::BTreeSet<String> = out
-        .iter()
-        .filter_map(|m| m.topic.clone())
-        .filter(|t| !per_msg.contains_key(t))
-        .collect();
-    for topic in missing {
-        let scan = ctx
-            .ceiling("payload bytes", &topic)
-            .with_context(|| format!("reading {topic} for its payload bytes"))?;
-        if scan.rows > 0 {
-            per_msg.insert(topic, scan.bytes as f64 / scan.rows as f64);
-        }
-    }
-    for m in out.iter_mut().filter(|m| m.bytes == 0) {
-        if let Some(b) = m.topic.as_ref().and_then(|t| per_msg.get(t)) {
-            m.bytes = (m.rows as f64 * b).round() as u64;
-        }
-    }
-    Ok(())
 }
 
 /// The fixed-rate latency runs, ours and (when it runs) the Flink peer's, with the same settings.
@@ -835,155 +784,6 @@ fn latency_runs(
         out.push(l);
     }
     Ok(out)
-}
-
-/// Native vs wasm decode of the same seed rows (the `format_decode` bench of the tests crate).
-fn decode_bench(root: &Path, cargo: &impl Fn() -> Command, rows: u64) -> Result<Vec<Measure>> {
-    let out = cargo()
-        .current_dir(root)
-        .args([
-            "bench",
-            "-p",
-            "pulsar-connect-tests",
-            "--bench",
-            "format_decode",
-            "--",
-            "--rows",
-        ])
-        .arg(rows.to_string())
-        .env("PULSAR_CONNECT_PLUGIN_DIR", root.join("plugins"))
-        .output()?;
-    if !out.status.success() {
-        bail!("{}", String::from_utf8_lossy(&out.stderr));
-    }
-    let mut ms = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        ms.push(Measure {
-            name: v["name"].as_str().unwrap_or("?").to_owned(),
-            topic: None,
-            rows: v["rows"].as_u64().unwrap_or(0),
-            bytes: v["bytes"].as_u64().unwrap_or(0),
-            wall: v["seconds"].as_f64().unwrap_or(0.0),
-            cpu: v["seconds"].as_f64().unwrap_or(0.0),
-            peak_rss_mb: 0.0,
-            note: v["note"].as_str().unwrap_or("").to_owned(),
-        });
-    }
-    Ok(ms)
-}
-
-fn render(ms: &[Measure]) -> String {
-    let find = |prefix: &str| ms.iter().find(|m| m.name.starts_with(prefix));
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "| run | msgs | msgs/s | MB/s | CPU-s / 1M msgs | peak RSS MB | note |"
-    );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
-    for m in ms {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {:.0} | {} | {:.2} | {} | {} |",
-            m.name,
-            m.rows,
-            m.rate(),
-            if m.bytes > 0 {
-                format!("{:.1}", m.mb_s())
-            } else {
-                "–".into()
-            },
-            m.cpu_per_m(),
-            if m.peak_rss_mb > 0.0 {
-                format!("{:.0}", m.peak_rss_mb)
-            } else {
-                "–".into()
-            },
-            m.note
-        );
-    }
-    let _ = writeln!(s);
-    let ratio = |a: Option<&Measure>, b: Option<&Measure>, what: &str, s: &mut String| {
-        if let (Some(a), Some(b)) = (a, b) {
-            let per_core = if a.cpu_per_m() > 0.0 {
-                b.cpu_per_m() / a.cpu_per_m()
-            } else {
-                0.0
-            };
-            let _ = writeln!(
-                s,
-                "- {what}: {:.2}× msgs per CPU-second, {:.2}× msgs/s, peak RSS {}",
-                per_core,
-                if b.rate() > 0.0 {
-                    a.rate() / b.rate()
-                } else {
-                    0.0
-                },
-                if a.peak_rss_mb > 0.0 && b.peak_rss_mb > 0.0 {
-                    format!("{:.2}×", a.peak_rss_mb / b.peak_rss_mb)
-                } else {
-                    "not measured".to_owned()
-                }
-            );
-        }
-    };
-    ratio(
-        find("ours: pulsar(json, 1p)"),
-        find("flink: pulsar(json, 1p)"),
-        "json 1p, ours / Flink",
-        &mut s,
-    );
-    ratio(
-        find("ours: pulsar(json, 4p)"),
-        find("flink: pulsar(json, 4p)"),
-        "json 4p, ours / Flink",
-        &mut s,
-    );
-    ratio(
-        find("ours: pulsar(raw, 1p)"),
-        find("flink: pulsar(raw, 1p)"),
-        "raw 1p, ours / Flink",
-        &mut s,
-    );
-    ratio(
-        find("ours: datagen → json → key-hash → pulsar (1p"),
-        find("flink: datagen"),
-        "sink 1p, ours / Flink",
-        &mut s,
-    );
-    ratio(
-        find("ours: pulsar(json, 1p)"),
-        find("ceiling: bare consumer (json, 1p)"),
-        "json 1p, ours / bare-consumer ceiling",
-        &mut s,
-    );
-    ratio(
-        find("ours: pulsar(json, 4p)"),
-        find("ceiling: bare consumer (json, 4p)"),
-        "json 4p, ours / bare-consumer ceiling",
-        &mut s,
-    );
-    ratio(
-        find("ours: pulsar(avro, 1p)"),
-        find("ceiling: bare consumer (avro, 1p)"),
-        "avro 1p, ours / bare-consumer ceiling",
-        &mut s,
-    );
-    ratio(
-        find("ours: datagen → json → pulsar (1p, exactly-once)"),
-        find("ours: datagen → json → key-hash → pulsar (1p"),
-        "exactly-once / at-least-once",
-        &mut s,
-    );
-    ratio(
-        find("decode json (wasm)"),
-        find("decode json (native)"),
-        "json decode, wasm / native",
-        &mut s,
-    );
-    s
 }
 
 fn write_benchmarks(

@@ -453,11 +453,7 @@ pub fn render(runs: &[Latency]) -> String {
             l.p90_ms,
             l.p99_ms,
             l.max_ms,
-            if l.peak_rss_mb > 0.0 {
-                format!("{:.0}", l.peak_rss_mb)
-            } else {
-                "–".to_owned()
-            },
+            super::figure_or_dash(l.peak_rss_mb, 0),
             l.note
         );
     }
