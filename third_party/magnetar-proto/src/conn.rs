@@ -5419,6 +5419,8 @@ impl Connection {
                 || consumer.is_flow_starved()
             {
                 let flow_cmd = consumer.initial_flow();
+                // pulsar-connect patch 11: a first grant of one entry is topped up if it brings nothing.
+                consumer.arm_release_after_initial(now);
                 consumer.arm_adjust_clock(now);
                 // Issue #414: the same injected `now` opens the stall window. A full grant is
                 // where a wedge starts — the broker has acknowledged permits it may never

@@ -21,7 +21,8 @@
 //!   messages. Permits the client owes beyond that are withheld (`consumed_since_flow`).
 //! - Liveness never rests on the mirror alone: when a consumer that withholds permits has had an
 //!   empty queue and no dispatch for [`RELEASE_AFTER`], it grants a whole receiver queue more
-//!   (once per silence, and only while the mirror shows less than that outstanding) — a mirror
+//!   (once per silence, and only while the mirror shows less than that outstanding); so does a
+//!   first grant of one entry that brought nothing for that long — a mirror
 //!   that was wrong costs one pause, never a stall. The stall watchdog (probe + re-subscribe)
 //!   stays behind it.
 
@@ -171,6 +172,17 @@ impl ConsumerState {
     /// The queue ran empty at `now`: the release clock starts (for a consumer that withholds).
     pub(crate) fn note_queue_empty(&mut self, now: Instant) {
         if self.grants_in_entries() && self.entry_flow.idle_since.is_none() {
+            self.entry_flow.idle_since = Some((now, self.dispatch_units_received));
+        }
+    }
+
+    /// After a first grant smaller than the receiver queue (one entry: nothing was delivered yet),
+    /// the release clock starts at `now` as well: should that grant bring nothing — a topic with
+    /// nothing to read yet, or a grant the broker did not act on — the backstop tops the window up to
+    /// a whole receiver queue after [`RELEASE_AFTER`], as before this patch.
+    pub(crate) fn arm_release_after_initial(&mut self, now: Instant) {
+        let r = u64::try_from(self.receiver_queue_size).unwrap_or(u64::MAX);
+        if self.entry_flow.enabled && u64::from(self.granted_permits) < r {
             self.entry_flow.idle_since = Some((now, self.dispatch_units_received));
         }
     }
@@ -350,6 +362,23 @@ mod tests {
         assert!(matches!(c.entry_grant(), EntryGrant::Upstream));
         c.note_queue_empty(at);
         assert!(c.next_release_deadline().is_none());
+    }
+
+    #[test]
+    fn a_first_grant_that_brings_nothing_is_topped_up_after_a_pause() {
+        let at = Instant::now();
+        let mut c = consumer(2000);
+        c.arm_release_after_initial(at);
+        assert!(c.release_withheld(at + RELEASE_AFTER / 2).is_none());
+        let flow = c.release_withheld(at + RELEASE_AFTER).expect("released");
+        assert_eq!(flow.message_permits, 2000);
+        let mut fed = consumer(2000);
+        fed.arm_release_after_initial(at);
+        dispatch(&mut fed, 1, at);
+        assert!(
+            fed.release_withheld(at + RELEASE_AFTER).is_none(),
+            "an entry came on the first grant"
+        );
     }
 
     #[test]
