@@ -7407,7 +7407,7 @@ impl Connection {
                 out.push(msg);
                 moved += 1;
                 if let Some(flow) = consumer.maybe_flow() {
-                    flows.push(flow);
+                    flows.push(flow.message_permits);
                 }
                 // An encrypted message ends the run: its decryption may fail, and what the caller
                 // does then must not take the messages behind it out of the queue.
@@ -7416,13 +7416,8 @@ impl Connection {
                 }
             }
         }
-        for flow in flows {
-            let base = pb::BaseCommand {
-                r#type: pb::base_command::Type::Flow as i32,
-                flow: Some(flow),
-                ..Default::default()
-            };
-            let _ = self.encode_command(&base);
+        for permits in flows {
+            self.flow(handle, permits);
         }
         moved
     }

@@ -854,8 +854,8 @@ impl Consumer {
                 // Lifecycle record (ADR-0054) — carries the implicit
                 // resubscribe context: the broker quiesces the subscription
                 // on seek without a `CommandCloseConsumer`, so the engine
-                // re-subscribes, replays the initial flow permits, and asks
-                // for full redelivery.
+                // re-subscribes and replays the initial flow permits
+                // (pulsar-connect patch: no longer a full redelivery, see above).
                 // pulsar-connect patch: what was granted (entry-sized grants make it less than the
                 // receiver queue, magnetar-proto patch 11), not the receiver queue size.
                 let initial_flow_permits = u64::from(self.slot.state.lock().granted_permits);
@@ -867,7 +867,6 @@ impl Consumer {
                     timestamp = seek_timestamp,
                     resubscribe = resubscribed,
                     initial_flow_permits,
-                    redeliver_unacked_all = resubscribed,
                     "consumer seek completed"
                 );
                 Ok(())

@@ -384,7 +384,7 @@ pub fn render(all: &[Rounds], decode: &[Measure]) -> String {
         {
             let _ = writeln!(
                 s,
-                "- {what}: {:.2}× msgs per CPU-second",
+                "- {what}: {:.2}× msgs per second (median wall time of the interleaved rounds; per-round CPU in the notes)",
                 n.cpu_per_m() / w.cpu_per_m()
             );
         }
