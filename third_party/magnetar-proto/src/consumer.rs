@@ -1471,6 +1471,7 @@ impl ConsumerState {
                 consumer_id = self.handle.0,
                 permits,
                 entry_messages = self.entry_flow.entry_messages,
+                sized_for = self.entry_flow.messages_per_entry(),
                 "initial flow grant",
             );
         }

@@ -12,7 +12,10 @@
 //! - The client mirrors the broker's balance *including its debt*: `permit_balance - debt`, where
 //!   `debt` counts dispatch units that arrived while the mirrored balance was already zero.
 //! - Until an entry arrived the first grant is **one** permit (one entry), because how many
-//!   messages an entry holds is learned from deliveries (`entry_messages`, the last entry's count).
+//!   messages an entry holds is learned from deliveries: `m` below is the **largest** entry of the
+//!   last [`SIZE_WINDOW`] to 2 × [`SIZE_WINDOW`] entries, not the last one. A topic's entries vary
+//!   (a producer's batch closes at its size limit, its delay or a flush): a grant of `R / 24`
+//!   entries sized after a 24-message entry brought ~80 entries of 1 000 messages each.
 //! - Entries of one message (no batching): the upstream half-queue refill, after the window was
 //!   topped up to `receiver_queue_size` once.
 //! - Entries of `m > 1` messages: while fewer than half a receiver queue of messages wait and the
@@ -37,6 +40,9 @@ pub fn set_entry_sized_flow(enabled: bool) {
     ENTRY_SIZED_FLOW.store(enabled, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Entries per window of the largest-recent-entry estimate (see the module docs).
+pub const SIZE_WINDOW: u32 = 32;
+
 /// How long a consumer that withholds permits waits on an empty queue with no dispatch before it
 /// grants a whole receiver queue regardless of its mirror of the broker's balance.
 pub const RELEASE_AFTER: Duration = Duration::from_secs(1);
@@ -51,6 +57,11 @@ pub struct EntryFlow {
     pub(crate) debt: u32,
     /// Messages in the last entry delivered (`0` until one arrived).
     pub(crate) entry_messages: u32,
+    /// The largest entry of the current window, of the previous one, and the entries counted in the
+    /// current one: grants are sized for the largest of both ([`EntryFlow::messages_per_entry`]).
+    pub(crate) window_max: u32,
+    pub(crate) previous_max: u32,
+    pub(crate) window_entries: u32,
     /// When the queue last ran empty, and the dispatch mark then (for the release).
     pub(crate) idle_since: Option<(Instant, u64)>,
 }
@@ -61,8 +72,30 @@ impl Default for EntryFlow {
             enabled: ENTRY_SIZED_FLOW.load(std::sync::atomic::Ordering::Relaxed),
             debt: 0,
             entry_messages: 0,
+            window_max: 0,
+            previous_max: 0,
+            window_entries: 0,
             idle_since: None,
         }
+    }
+}
+
+impl EntryFlow {
+    /// Messages per entry to size grants for: the largest of the last [`SIZE_WINDOW`] to
+    /// 2 × [`SIZE_WINDOW`] entries (`0` until one arrived).
+    pub(crate) fn messages_per_entry(&self) -> u32 {
+        self.window_max.max(self.previous_max)
+    }
+
+    fn learn(&mut self, messages: u32) {
+        self.entry_messages = messages;
+        if self.window_entries >= SIZE_WINDOW {
+            self.previous_max = self.window_max;
+            self.window_max = 0;
+            self.window_entries = 0;
+        }
+        self.window_max = self.window_max.max(messages);
+        self.window_entries += 1;
     }
 }
 
@@ -89,13 +122,13 @@ impl ConsumerState {
     /// Whether grants are sized in entries (on, and the last entry was a batch of several
     /// messages).
     pub(crate) fn grants_in_entries(&self) -> bool {
-        self.entry_flow.enabled && self.entry_flow.entry_messages > 1
+        self.entry_flow.enabled && self.entry_flow.messages_per_entry() > 1
     }
 
     /// The first grant of an attach: one entry until an entry taught how many messages it holds.
     pub(crate) fn initial_permits(&self) -> u32 {
         let r = self.receiver_queue_permits();
-        let permits = match self.entry_flow.entry_messages {
+        let permits = match self.entry_flow.messages_per_entry() {
             _ if !self.entry_flow.enabled => r,
             0 => 1,
             1 => r,
@@ -110,7 +143,7 @@ impl ConsumerState {
         let owed = i64::from(self.consumed_since_flow);
         let queued = i64::try_from(self.queue.len()).unwrap_or(i64::MAX);
         let balance = self.broker_balance();
-        let permits = match self.entry_flow.entry_messages {
+        let permits = match self.entry_flow.messages_per_entry() {
             _ if !self.entry_flow.enabled => return EntryGrant::Upstream,
             0 => return EntryGrant::Upstream,
             1 => {
@@ -144,6 +177,7 @@ impl ConsumerState {
                 owed = self.consumed_since_flow,
                 queued = self.queue.len(),
                 entry_messages = self.entry_flow.entry_messages,
+                sized_for = self.entry_flow.messages_per_entry(),
                 "flow grant",
             );
         }
@@ -165,8 +199,8 @@ impl ConsumerState {
 
     /// An entry of `messages` messages arrived.
     pub(crate) fn learn_entry_size(&mut self, messages: Option<i32>) {
-        self.entry_flow.entry_messages =
-            messages.map_or(1, |n| u32::try_from(n).unwrap_or(1).max(1));
+        self.entry_flow
+            .learn(messages.map_or(1, |n| u32::try_from(n).unwrap_or(1).max(1)));
     }
 
     /// The queue ran empty at `now`: the release clock starts (for a consumer that withholds).
@@ -267,11 +301,11 @@ mod tests {
         }
     }
 
-    /// Simulates a broker that reads `min(balance, 100)` entries of `m` messages while its balance
-    /// is positive, against a client popping `pop` messages between dispatches; returns the
-    /// largest queue seen.
+    /// Simulates a broker that reads `min(balance, 100)` entries while its balance is positive (the
+    /// entries' sizes cycle through `sizes`), against a client popping `pop` messages between
+    /// dispatches; returns the largest queue seen.
     fn run(
-        m: u32,
+        sizes: &[u32],
         receiver_queue_size: usize,
         pop: usize,
         rounds: usize,
@@ -280,9 +314,11 @@ mod tests {
         let mut c = consumer(receiver_queue_size);
         let mut broker: i64 = 1;
         let mut peak = 0;
+        let mut next = sizes.iter().copied().cycle();
         for _ in 0..rounds {
             if broker > 0 {
                 for _ in 0..broker.min(100) {
+                    let m = next.next().expect("sizes");
                     dispatch(&mut c, m, at);
                     broker -= i64::from(m);
                 }
@@ -306,14 +342,28 @@ mod tests {
 
     #[test]
     fn batched_entries_keep_about_a_receiver_queue() {
-        let (peak, _) = run(920, 2000, 500, 400);
+        let (peak, _) = run(&[920], 2000, 500, 400);
         assert!(peak <= 2000 + 2 * 920, "peak queue {peak}");
         assert!(peak >= 920, "entries were dispatched: {peak}");
     }
 
+    /// A producer's batches close at its size limit, its delay or a flush: entries of a topic vary.
+    /// A grant sized after a small entry must not bring ~R/24 large ones.
+    #[test]
+    fn entries_of_varying_size_are_granted_for_the_largest_recent_one() {
+        let (peak, _) = run(&[1000, 24, 1000, 48, 1000, 264, 96], 2000, 500, 600);
+        assert!(peak <= 2000 + 2 * 1000 + 264, "peak queue {peak}");
+        // Sizes that fall stay sized for the largest one for at most 2 windows of entries.
+        let mut sizes = vec![1000; 40];
+        sizes.extend(std::iter::repeat_n(10, 60_000)); // more than 600 rounds dispatch: no wrap
+        let (peak, c) = run(&sizes, 2000, 500, 600);
+        assert!(peak <= 2000 + 2 * 1000, "peak queue {peak}");
+        assert_eq!(c.entry_flow.messages_per_entry(), 10, "the large entries aged out");
+    }
+
     #[test]
     fn unbatched_entries_keep_the_upstream_window() {
-        let (peak, c) = run(1, 2000, 300, 400);
+        let (peak, c) = run(&[1], 2000, 300, 400);
         assert!(peak <= 2000, "peak queue {peak}");
         let window = c.broker_balance()
             + i64::from(c.consumed_since_flow)
