@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use pulsar_connect::connector_api::Registry;
 use pulsar_connect::job;
-use pulsar_connect::plugins::catalog::{PluginCatalog, resolve_plugin_dir};
+use pulsar_connect::plugins::catalog::{PluginCatalog, resolve_compile_cache, resolve_plugin_dir};
 use pulsar_connect::runtime::{self, Metrics, RunOptions};
 use tracing::{info, warn};
 
@@ -22,6 +22,15 @@ struct Cli {
     /// Plugin directory (formats and routers); default ./plugins.
     #[arg(long, global = true, env = "PULSAR_CONNECT_PLUGIN_DIR")]
     plugin_dir: Option<PathBuf>,
+    /// Where compiled plugins are kept between runs; `off` compiles them in memory every time.
+    /// Default: $XDG_CACHE_HOME/pulsar-connect/compiled (or ~/.cache/pulsar-connect/compiled).
+    #[arg(
+        long,
+        global = true,
+        env = "PULSAR_CONNECT_COMPILE_CACHE",
+        value_name = "DIR|off"
+    )]
+    compile_cache: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -104,7 +113,10 @@ fn main() -> ExitCode {
         }
     };
     // The one plugin catalog of this process: every subcommand gets it from here.
-    let plugins = Arc::new(PluginCatalog::new(resolve_plugin_dir(cli.plugin_dir)));
+    let plugins = Arc::new(PluginCatalog::with_compile_cache(
+        resolve_plugin_dir(cli.plugin_dir),
+        resolve_compile_cache(cli.compile_cache.as_deref()),
+    ));
     let registry = Registry::with_plugins(plugins.clone());
     match cli.command {
         Command::Version => {

@@ -31,17 +31,64 @@ pub fn resolve_plugin_dir(flag: Option<PathBuf>) -> PathBuf {
     }
 }
 
+/// Environment variable naming the compile cache directory (`off` for none).
+pub const COMPILE_CACHE_ENV: &str = "PULSAR_CONNECT_COMPILE_CACHE";
+
+/// The compile cache to use: `flag` (the CLI's `--compile-cache`, which clap also fills from
+/// [`COMPILE_CACHE_ENV`]); `off`, `none` or empty turns it off. Without one, the user's cache
+/// directory, `$XDG_CACHE_HOME/pulsar-connect/compiled` or `$HOME/.cache/pulsar-connect/compiled`, if it
+/// can be created (a read-only home compiles in memory, as before; an explicitly named directory
+/// that cannot be used is an error when the first plugin loads).
+pub fn resolve_compile_cache(flag: Option<&str>) -> Option<PathBuf> {
+    match flag {
+        Some(v)
+            if v.is_empty() || v.eq_ignore_ascii_case("off") || v.eq_ignore_ascii_case("none") =>
+        {
+            None
+        }
+        Some(v) => Some(PathBuf::from(v)),
+        None => {
+            let base = std::env::var_os("XDG_CACHE_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .filter(|v| !v.is_empty())
+                        .map(|h| PathBuf::from(h).join(".cache"))
+                })?;
+            let dir = base.join("pulsar-connect").join("compiled");
+            match std::fs::create_dir_all(&dir) {
+                Ok(()) => Some(dir),
+                Err(e) => {
+                    tracing::debug!(dir = %dir.display(), "no compile cache (plugins compile in memory): {e}");
+                    None
+                }
+            }
+        }
+    }
+}
+
 /// Plugins of one directory, loaded lazily and cached by name.
 pub struct PluginCatalog {
     path: PathBuf,
+    /// Where compiled plugins are kept between runs (`None`: compiled in memory by every process).
+    compile_cache: Option<PathBuf>,
     host: OnceLock<std::result::Result<PluginHost, String>>,
     loaded: Mutex<BTreeMap<String, Plugin>>,
 }
 
 impl PluginCatalog {
+    /// A catalog that compiles its plugins in memory (no compile cache).
     pub fn new(path: PathBuf) -> PluginCatalog {
+        Self::with_compile_cache(path, None)
+    }
+
+    /// A catalog whose plugins are compiled once into `compile_cache` and loaded from there by later
+    /// runs (ADR 0004's host-owned cache).
+    pub fn with_compile_cache(path: PathBuf, compile_cache: Option<PathBuf>) -> PluginCatalog {
         PluginCatalog {
             path,
+            compile_cache,
             host: OnceLock::new(),
             loaded: Mutex::new(BTreeMap::new()),
         }
@@ -111,7 +158,13 @@ impl PluginCatalog {
         self.manifest(name, kind)?;
         let host = self
             .host
-            .get_or_init(|| PluginHost::new(HostConfig::default()).map_err(|e| format!("{e:#}")))
+            .get_or_init(|| {
+                PluginHost::new(HostConfig {
+                    cache_dir: self.compile_cache.clone(),
+                    ..HostConfig::default()
+                })
+                .map_err(|e| format!("{e:#}"))
+            })
             .as_ref()
             .map_err(|e| anyhow!("starting the plugin runtime: {e}"))?;
         let plugin = host.load(&self.dir()?, name)?;
