@@ -144,7 +144,8 @@ pub fn instructions(root: &Path, cargo: &impl Fn() -> Command, dir: &Path) -> Re
     for format in ["json", "avro"] {
         let native = count(&exe, root, dir, format, "native")?;
         let wasm = count(&exe, root, dir, format, "wasm")?;
-        let copies = |only: &str| memcpy_instructions(&dir.join(format!("callgrind.{format}.{only}")));
+        let copies =
+            |only: &str| memcpy_instructions(&dir.join(format!("callgrind.{format}.{only}")));
         let (native_copy, wasm_copy) = (copies("native"), copies("wasm"));
         eprintln!("  {format} decode: native {native} Ir, wasm {wasm} Ir");
         let _ = writeln!(
