@@ -405,4 +405,26 @@ fn the_binary_keeps_compiled_plugins_between_runs() {
     validate(&off, None, Some("off"));
     validate(&off, Some("off"), None);
     assert!(!off.exists(), "no cache directory was created");
+
+    // A named directory that cannot be one: the error names it and the way out.
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let out = std::process::Command::new(pulsar_connect_tests::binary())
+        .env_remove("PULSAR_CONNECT_COMPILE_CACHE")
+        .arg("--plugin-dir")
+        .arg(pulsar_connect_tests::jobs::plugin_dir())
+        .arg("--compile-cache")
+        .arg(file.join("cache"))
+        .arg("validate")
+        .arg(&job)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("table 'dst'")
+            && err.contains("a-file/cache")
+            && err.contains("--compile-cache"),
+        "{err}"
+    );
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use pulsar_connect::connector_api::Registry;
 use pulsar_connect::job;
-use pulsar_connect::plugins::catalog::{PluginCatalog, resolve_compile_cache, resolve_plugin_dir};
+use pulsar_connect::plugins::catalog::{
+    COMPILE_CACHE_ENV, PluginCatalog, resolve_compile_cache, resolve_plugin_dir,
+};
 use pulsar_connect::runtime::{self, Metrics, RunOptions};
 use tracing::{info, warn};
 
@@ -27,7 +29,7 @@ struct Cli {
     #[arg(
         long,
         global = true,
-        env = "PULSAR_CONNECT_COMPILE_CACHE",
+        env = COMPILE_CACHE_ENV,
         value_name = "DIR|off"
     )]
     compile_cache: Option<String>,

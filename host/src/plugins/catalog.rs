@@ -166,7 +166,15 @@ impl PluginCatalog {
                 .map_err(|e| format!("{e:#}"))
             })
             .as_ref()
-            .map_err(|e| anyhow!("starting the plugin runtime: {e}"))?;
+            .map_err(|e| {
+                // The cache's own errors ("creating/opening the compile cache DIR") get the way out.
+                let hint = if e.contains("the compile cache") {
+                    format!(" (choose another with --compile-cache DIR or {COMPILE_CACHE_ENV}, or turn it off with 'off')")
+                } else {
+                    String::new()
+                };
+                anyhow!("starting the plugin runtime: {e}{hint}")
+            })?;
         let plugin = host.load(&self.dir()?, name)?;
         self.loaded
             .lock()

@@ -119,8 +119,8 @@ impl ConsumerState {
         i64::try_from(self.receiver_queue_size.max(1)).unwrap_or(i64::MAX)
     }
 
-    /// Whether grants are sized in entries (on, and the last entry was a batch of several
-    /// messages).
+    /// Whether grants are sized in entries (on, and a recent entry was a batch of several messages:
+    /// [`EntryFlow::messages_per_entry`]).
     pub(crate) fn grants_in_entries(&self) -> bool {
         self.entry_flow.enabled && self.entry_flow.messages_per_entry() > 1
     }
