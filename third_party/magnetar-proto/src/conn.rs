@@ -7390,8 +7390,11 @@ impl Connection {
     ) -> usize {
         let mut flows = Vec::new();
         let mut moved = 0;
+        let mut arrivals: Option<(Instant, u64)> = None;
         if let Some(slot) = self.consumers.get(&handle) {
             let mut consumer = slot.state.lock();
+            // pulsar-connect patch 13: room for what is queued, once, instead of doubling on the way.
+            out.reserve(max_messages.min(consumer.queue_len()));
             while moved < max_messages {
                 let Some(size) = consumer.queue.front().map(|m| m.payload.len()) else {
                     break;
@@ -7399,9 +7402,19 @@ impl Connection {
                 if bytes_so_far.saturating_add(size) > max_bytes {
                     break;
                 }
-                let Some(msg) = consumer.pop_message(now) else {
+                let Some(msg) = consumer.pop_message_unrecorded(now) else {
                     break;
                 };
+                // pulsar-connect patch 13: one latency sample per run of messages that arrived
+                // together (an entry's members), weighted by the run's length.
+                match &mut arrivals {
+                    Some((at, n)) if *at == msg.arrived_at => *n += 1,
+                    run => {
+                        if let Some((at, n)) = run.replace((msg.arrived_at, 1)) {
+                            consumer.record_receive_latency(at, now, n);
+                        }
+                    }
+                }
                 bytes_so_far = bytes_so_far.saturating_add(size);
                 let encrypted = !msg.metadata.encryption_keys.is_empty();
                 out.push(msg);
@@ -7414,6 +7427,9 @@ impl Connection {
                 if encrypted {
                     break;
                 }
+            }
+            if let Some((at, n)) = arrivals {
+                consumer.record_receive_latency(at, now, n);
             }
         }
         for permits in flows {
@@ -11929,6 +11945,66 @@ mod conn_state_tests {
             DWELL_MS,
             "Connection::pop_message must forward `now` verbatim to ConsumerState::pop_message"
         );
+    }
+
+    /// pulsar-connect patch 13: `pop_messages` records one latency per message, messages that
+    /// arrived together as one weighted sample, and keeps the other arrivals apart.
+    #[test]
+    fn pop_messages_records_one_receive_latency_per_message() {
+        let base = Instant::now();
+        let mut conn = Connection::new(
+            ConnectionConfig::default(),
+            std::sync::Arc::new(std::time::SystemTime::now),
+        );
+        conn.begin_handshake().expect("handshake");
+        conn.handle_bytes(base, &handshake_response_bytes())
+            .expect("handle");
+        let sub_rid = conn.peek_next_request_id_for_test();
+        let handle = conn.subscribe(SubscribeRequest {
+            topic: "persistent://public/default/pop-messages-latency".to_owned(),
+            subscription: "sub-pop-messages-latency".to_owned(),
+            ..Default::default()
+        });
+        let _ = drain_outbound_commands(&mut conn);
+        feed_subscribe_success(&mut conn, sub_rid);
+        conn.initial_flow(handle, base);
+        let _ = drain_outbound_commands(&mut conn);
+
+        let meta = pb::MessageMetadata {
+            num_messages_in_batch: None,
+            ..regular_metadata()
+        };
+        // Two messages at `base`, three 100 ms later, one 200 ms later.
+        for at_ms in [0u64, 0, 100, 100, 100, 200] {
+            let frame = message_frame(handle.0, &meta, b"payload");
+            conn.handle_bytes(base + Duration::from_millis(at_ms), &frame)
+                .expect("deliver message");
+        }
+        while conn.poll_event().is_some() {}
+
+        let now = base + Duration::from_millis(250);
+        let mut out = Vec::new();
+        assert_eq!(
+            conn.pop_messages(handle, 5, usize::MAX, 0, now, &mut out),
+            5
+        );
+        assert_eq!(
+            conn.pop_messages(handle, 5, usize::MAX, 0, now, &mut out),
+            1
+        );
+        assert_eq!(out.len(), 6);
+
+        let hist = conn
+            .consumer(handle)
+            .expect("consumer slot registered")
+            .state
+            .lock()
+            .receive_latency_histogram()
+            .expect("receive_latency_hist initialised");
+        assert_eq!(hist.len(), 6, "one sample per popped message");
+        assert_eq!(hist.count_at(250), 2);
+        assert_eq!(hist.count_at(150), 3);
+        assert_eq!(hist.count_at(50), 1);
     }
 
     /// ADR-0089 layer (a) fixture: a handshaked connection carrying exactly one

@@ -1639,6 +1639,19 @@ impl ConsumerState {
     /// [ADR-0011]: https://github.com/CleverCloud/magnetar/blob/main/specs/adr/0011-clock-injection-sans-io.md
     /// [ADR-0086]: https://github.com/CleverCloud/magnetar/blob/main/specs/adr/0086-inject-now-into-proto-latency-recording.md
     pub fn pop_message(&mut self, now: std::time::Instant) -> Option<IncomingMessage> {
+        let msg = self.pop_message_unrecorded(now)?;
+        self.record_receive_latency(msg.arrived_at, now, 1);
+        Some(msg)
+    }
+
+    /// [`Self::pop_message`] without the latency sample: the caller owes
+    /// [`Self::record_receive_latency`] for it. pulsar-connect patch 13: a batch pop records the
+    /// members of one entry (one `arrived_at`) as one sample of weight n.
+    #[inline]
+    pub(crate) fn pop_message_unrecorded(
+        &mut self,
+        now: std::time::Instant,
+    ) -> Option<IncomingMessage> {
         let msg = self.queue.pop_front()?;
         if self.queue.is_empty() {
             // pulsar-connect patch 11: the liveness backstop's clock, and the memory of a queue
@@ -1652,17 +1665,26 @@ impl ConsumerState {
         // the enqueue bump in `classify_and_queue`.
         self.queued_bytes = self.queued_bytes.saturating_sub(msg.payload.len() as u64);
         self.record_broker_permit_consumed();
+        Some(msg)
+    }
+
+    /// Records `count` receive latencies of `now - arrived_at` (messages popped at `now` that
+    /// arrived together).
+    pub(crate) fn record_receive_latency(
+        &mut self,
+        arrived_at: std::time::Instant,
+        now: std::time::Instant,
+        count: u64,
+    ) {
         if let Some(h) = self.receive_latency_hist.as_mut() {
             // `saturating_duration_since`, never `-`: `Instant - Instant` panics on underflow
             // and invariant #6 forbids panics outside `#[cfg(test)]`. A `now` behind
             // `arrived_at` (a caller reusing a stale snapshot, or a virtual clock rewound
             // across a reset) records 0 ms instead of aborting the process.
-            let latency_ms =
-                u64::try_from(now.saturating_duration_since(msg.arrived_at).as_millis())
-                    .unwrap_or(u64::MAX);
-            h.saturating_record(latency_ms);
+            let latency_ms = u64::try_from(now.saturating_duration_since(arrived_at).as_millis())
+                .unwrap_or(u64::MAX);
+            h.saturating_record_n(latency_ms, count);
         }
-        Some(msg)
     }
 
     /// Number of messages waiting to be popped.
@@ -2117,11 +2139,13 @@ impl ConsumerState {
                 if cursor.remaining() < single_size {
                     break;
                 }
-                let single_bytes = cursor.split_to(single_size);
-                let single = match pb::SingleMessageMetadata::decode(single_bytes) {
+                // pulsar-connect patch 13: decoded from a borrowed slice, not a `split_to` view (a
+                // refcount taken and given back per message on the shared entry buffer).
+                let single = match pb::SingleMessageMetadata::decode(&cursor[..single_size]) {
                     Ok(s) => s,
                     Err(_) => break,
                 };
+                cursor.advance(single_size);
                 let payload_size = single.payload_size as usize;
                 if cursor.remaining() < payload_size {
                     break;
