@@ -249,9 +249,16 @@ impl DecodeJob {
         let topic = self.split.topic.as_str();
         let rows: Vec<metadata::Received<'_>> =
             out.iter().map(|r| (topic, &self.msgs[r.message])).collect();
+        // Every message gave its one row (the usual batch): the value columns are taken as decoded.
+        let values_in_order = out.len() == value_decoded.batch.num_rows()
+            && out
+                .iter()
+                .enumerate()
+                .all(|(i, r)| r.value == Some(i as u32));
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for (c, field) in self.layout.source.iter().zip(self.schema.fields()) {
             let col = match c {
+                ColumnSource::Value(v) if values_in_order => value_decoded.batch.column(*v).clone(),
                 ColumnSource::Value(v) => take(value_decoded.batch.column(*v), &value_idx, None)?,
                 ColumnSource::Key(k) => match &key_batch {
                     Some(b) => take(b.column(*k), &key_idx, None)?,
