@@ -43,6 +43,9 @@ pub struct BenchArgs {
     /// The fixed rate of the latency runs, messages per second.
     #[arg(long, default_value_t = 10_000)]
     pub latency_rate: u32,
+    /// Interleaved rounds of the latency runs (default 1): rows and figures become medians over them.
+    #[arg(long, default_value_t = 1)]
+    pub latency_rounds: usize,
     /// Only the latency runs (BENCHMARKS.md untouched).
     #[arg(long)]
     pub latency_only: bool,
@@ -702,6 +705,7 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
             args.latency_rate,
             latency_seconds,
             args.smoke,
+            args.latency_rounds.max(1),
         )?
     } else {
         Vec::new()
@@ -726,6 +730,9 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         if args.latency_rate != 10_000 {
             let _ = write!(command, " --latency-rate {}", args.latency_rate);
         }
+        if args.latency_rounds > 1 {
+            let _ = write!(command, " --latency-rounds {}", args.latency_rounds);
+        }
         write_benchmarks(&root, &table, &command, (&load_before, &load_after))?;
     }
     Ok(std::process::ExitCode::SUCCESS)
@@ -749,7 +756,8 @@ fn latency_runs(
     rate: u32,
     seconds: f64,
     smoke: bool,
-) -> Result<Vec<latency::Latency>> {
+    rounds: usize,
+) -> Result<Vec<Vec<latency::Latency>>> {
     let settings = latency::Settings {
         rate,
         // Long enough for the JVM's JIT and the backlog of Flink's start-up to be behind us.
@@ -775,13 +783,21 @@ fn latency_runs(
         engines.push(latency::Engine::Flink);
     }
     let mut out = Vec::new();
-    for engine in engines {
-        let l = ctx.latency(engine, settings, run_id)?;
-        eprintln!(
-            "  {:<60} p50 {:>7.1} ms  p99 {:>7.1} ms  ({} msgs, in {:.0} msg/s, out {:.0} msg/s)",
-            l.name, l.p50_ms, l.p99_ms, l.count, l.rate_in, l.rate_out
-        );
-        out.push(l);
+    for round in 0..rounds {
+        if rounds > 1 {
+            eprintln!("latency round {}/{rounds}", round + 1);
+        }
+        let mut runs = Vec::new();
+        for engine in &engines {
+            // Each round on its own topics.
+            let l = ctx.latency(*engine, settings, run_id * 100 + round as u64)?;
+            eprintln!(
+                "  {:<60} p50 {:>7.1} ms  p99 {:>7.1} ms  ({} msgs, in {:.0} msg/s, out {:.0} msg/s)",
+                l.name, l.p50_ms, l.p99_ms, l.count, l.rate_in, l.rate_out
+            );
+            runs.push(l);
+        }
+        out.push(runs);
     }
     Ok(out)
 }

@@ -53,6 +53,7 @@ pub struct Latency {
 }
 
 /// The engine under test.
+#[derive(Clone, Copy)]
 pub enum Engine {
     /// No job: the probe reads the producer's topic and measures against the publish time (the broker and
     /// the two clients alone; the floor under both engines).
@@ -418,30 +419,47 @@ fn tail(log: &Path) -> String {
     format!("{} (log: {})", lines[from..].join(" | "), log.display())
 }
 
-/// The latency table and the ours / Flink ratios.
-pub fn render(runs: &[Latency]) -> String {
+/// The latency table and the ours / Flink comparisons. `rounds`: each round runs every engine once, in the
+/// same order. With more than one round a row is the engine's round with the median p99, and each figure
+/// above the baseline is the median over the rounds of that round's difference (the baseline of the same
+/// round), so one noisy 30-s window cannot rank two p99s a few ms apart.
+pub fn render(rounds: &[Vec<Latency>]) -> String {
     use std::fmt::Write as _;
-    if runs.is_empty() {
+    let Some(first) = rounds.first().filter(|r| !r.is_empty()) else {
         return String::new();
-    }
-    let mut s = String::new();
-    let (warmup, window) = runs[0]
+    };
+    let n = rounds.len();
+    let (warmup, window) = first[0]
         .settings
         .map_or((0.0, 0.0), |x| (x.warmup, x.seconds));
+    let mut s = String::new();
+    let how = if n == 1 {
+        "one run at a time".to_owned()
+    } else {
+        format!(
+            "{n} interleaved rounds of every run, one run at a time; each row is the run's round with the median \
+             p99, and the figures under the table are medians over the rounds"
+        )
+    };
     let _ = writeln!(
         s,
         "\nEnd-to-end latency at a fixed rate (`xtask/bench/latency.py`): receive time at a probe consumer on the \
          output topic − the input message's publish time, which the job copies into the output message's event \
          time (ms resolution, so up to 1 ms too high). Measured over {window} s, starting {warmup} s after the \
          first output message (start-up and JIT warm-up not counted). Same broker, producer and probe for every \
-         row; one run at a time.\n"
+         row; {how}.\n"
     );
     let _ = writeln!(
         s,
         "| run | in msg/s | out msg/s (window) | msgs measured | p50 ms | p90 ms | p99 ms | max ms | peak RSS MB | note |"
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
-    for l in runs {
+    // Engine e of every round.
+    let runs_of = |e: usize| rounds.iter().filter_map(move |r| r.get(e));
+    for e in 0..first.len() {
+        let mut runs: Vec<&Latency> = runs_of(e).collect();
+        runs.sort_by(|a, b| a.p99_ms.total_cmp(&b.p99_ms));
+        let l = runs[runs.len() / 2];
         let _ = writeln!(
             s,
             "| {} | {:.0} | {:.0} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} |",
@@ -457,33 +475,148 @@ pub fn render(runs: &[Latency]) -> String {
             l.note
         );
     }
-    let find = |p: &str| runs.iter().find(|l| l.name.starts_with(p));
+    let index = |p: &str| first.iter().position(|l| l.name.starts_with(p));
+    let median_of = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        super::reads::median(&v)
+    };
+    let listed = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:+.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let mut notes = Vec::new();
-    if let Some(b) = find("baseline:") {
-        for l in runs.iter().filter(|l| !l.name.starts_with("baseline:")) {
+    // Per engine: (p50, p99) above the same round's baseline, medians over the rounds.
+    let mut above = vec![None; first.len()];
+    if let Some(b) = index("baseline:") {
+        for (e, l) in first.iter().enumerate().filter(|&(e, _)| e != b) {
+            let diffs = |f: fn(&Latency) -> f64| -> Vec<f64> {
+                rounds
+                    .iter()
+                    .filter_map(|r| Some(f(r.get(e)?) - f(r.get(b)?)))
+                    .collect()
+            };
+            let (d50, d99) = (diffs(|l| l.p50_ms), diffs(|l| l.p99_ms));
+            let (m50, m99) = (median_of(d50.clone()), median_of(d99.clone()));
+            above[e] = Some((m50, m99));
+            let per_round = if n > 1 {
+                format!(
+                    " (median of {n} rounds; p50 {}; p99 {})",
+                    listed(&d50),
+                    listed(&d99)
+                )
+            } else {
+                String::new()
+            };
             notes.push(format!(
-                "- {} above the baseline (broker and clients alone): p50 +{:.1} ms, p99 +{:.1} ms",
-                l.short,
-                l.p50_ms - b.p50_ms,
-                l.p99_ms - b.p99_ms
+                "- {} above the baseline (broker and clients alone): p50 +{m50:.1} ms, p99 +{m99:.1} ms{per_round}",
+                l.short
             ));
         }
     }
-    let ours_default = runs
+    let ours = first
         .iter()
-        .find(|l| l.name.starts_with("ours:") && !l.name.contains("allow-latency"));
-    if let (Some(o), Some(f)) = (ours_default, find("flink:"))
-        && f.p50_ms > 0.0
-        && f.p99_ms > 0.0
-    {
+        .position(|l| l.name.starts_with("ours:") && !l.name.contains("allow-latency"));
+    if let (Some(o), Some(f)) = (ours, index("flink:")) {
+        let ratio = |g: fn(&Latency) -> f64| {
+            median_of(
+                rounds
+                    .iter()
+                    .filter_map(|r| Some(g(r.get(o)?) / g(r.get(f)?)))
+                    .filter(|x| x.is_finite())
+                    .collect(),
+            )
+        };
         notes.push(format!(
-            "- latency, ours / Flink: p50 {:.2}×, p99 {:.2}× (lower is better)",
-            o.p50_ms / f.p50_ms,
-            o.p99_ms / f.p99_ms
+            "- latency, ours / Flink: p50 {:.2}×, p99 {:.2}× (lower is better{})",
+            ratio(|l| l.p50_ms),
+            ratio(|l| l.p99_ms),
+            if n > 1 {
+                "; medians of the rounds' ratios"
+            } else {
+                ""
+            }
         ));
+        if let (Some((o50, o99)), Some((f50, f99))) = (above[o], above[f]) {
+            notes.push(format!(
+                "- added over the baseline, ours vs Flink: p50 +{o50:.1} vs +{f50:.1} ms, p99 +{o99:.1} vs +{f99:.1} ms"
+            ));
+        }
     }
     if !notes.is_empty() {
         let _ = writeln!(s, "\n{}", notes.join("\n"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str, short: &str, p50_ms: f64, p99_ms: f64) -> Latency {
+        Latency {
+            name: name.into(),
+            short: short.into(),
+            rate_in: 10_000.0,
+            rate_out: 10_000.0,
+            count: 300_000,
+            p50_ms,
+            p90_ms: p50_ms,
+            p99_ms,
+            max_ms: p99_ms,
+            peak_rss_mb: f64::NAN,
+            note: String::new(),
+            settings: None,
+        }
+    }
+
+    fn round(base: (f64, f64), ours: (f64, f64), flink: (f64, f64)) -> Vec<Latency> {
+        vec![
+            run("baseline: x", "baseline", base.0, base.1),
+            run("ours: x", "ours", ours.0, ours.1),
+            run("flink: x", "flink", flink.0, flink.1),
+        ]
+    }
+
+    #[test]
+    fn rounds_are_compared_within_a_round_and_summarised_by_medians() {
+        // Round 2's slow baseline would make ours look 30 ms worse if rounds were mixed.
+        let rounds = vec![
+            round((10.0, 20.0), (14.0, 26.0), (24.0, 35.0)),
+            round((10.0, 50.0), (15.0, 56.0), (23.0, 62.0)),
+            round((11.0, 21.0), (15.0, 30.0), (25.0, 30.0)),
+        ];
+        let text = render(&rounds);
+        assert!(
+            text.contains("- ours above the baseline (broker and clients alone): p50 +4.0 ms, p99 +6.0 ms (median of 3 rounds; p50 +4.0, +5.0, +4.0; p99 +6.0, +6.0, +9.0)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "- flink above the baseline (broker and clients alone): p50 +14.0 ms, p99 +12.0 ms"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("p50 +4.0 vs +14.0 ms, p99 +6.0 vs +12.0 ms"),
+            "{text}"
+        );
+        // Each row is the engine's round with the median p99: ours 30.0 (of 26, 56, 30).
+        assert!(
+            text.contains("| ours: x | 10000 | 10000 | 300000 | 15.0 | 15.0 | 30.0 | 30.0 |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_round_reads_as_before() {
+        let text = render(&[round((10.0, 20.0), (14.0, 26.0), (24.0, 35.0))]);
+        assert!(text.contains("one run at a time."), "{text}");
+        assert!(text.contains("p50 +4.0 ms, p99 +6.0 ms\n"), "{text}");
+        assert!(
+            text.contains("latency, ours / Flink: p50 0.58×, p99 0.74× (lower is better)"),
+            "{text}"
+        );
+    }
 }
