@@ -16,9 +16,14 @@ import sys
 import pulsar
 from pulsar.schema import StringSchema
 
+# The C++ core logs to stdout unless given a logger, and from its own threads: a log line could land
+# between a result and its newline. Its logs go to stderr, through its own file logger (a Python
+# `logging` logger is called back from those threads, also while the interpreter shuts down).
+LOGGER = pulsar.FileLogger(pulsar.LoggerLevel.Info, "/dev/stderr")
+
 
 def main(service_url, spec):
-    client = pulsar.Client(service_url)
+    client = pulsar.Client(service_url, logger=LOGGER)
     producers = {}
     try:
         for index, message in enumerate(spec["messages"]):
@@ -49,8 +54,9 @@ def main(service_url, spec):
                 "index": index,
                 "message_id": f"{msg_id.ledger_id()}:{msg_id.entry_id()}:{msg_id.partition()}",
             }
-            # The C++ core logs to stdout too: results carry a marker.
-            print("@@" + json.dumps(record), flush=True)
+            # Results carry a marker, written in one call.
+            sys.stdout.write("@@" + json.dumps(record) + "\n")
+            sys.stdout.flush()
     finally:
         for producer in producers.values():
             producer.close()

@@ -21,14 +21,20 @@ import time
 
 import pulsar
 
+# The C++ core logs to stdout unless given a logger, and from its own threads: a log line could land
+# between a result and its newline. Its logs go to stderr, through its own file logger (a Python
+# `logging` logger is called back from those threads, also while the interpreter shuts down).
+LOGGER = pulsar.FileLogger(pulsar.LoggerLevel.Info, "/dev/stderr")
+
 
 def emit(record):
-    """One result line; the C++ core logs to stdout too, so results carry a marker."""
-    print("@@" + json.dumps(record, ensure_ascii=False), flush=True)
+    """One result line, marked, written in one call."""
+    sys.stdout.write("@@" + json.dumps(record, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
 
 
 def produce(service_url, topic, count):
-    client = pulsar.Client(service_url)
+    client = pulsar.Client(service_url, logger=LOGGER)
     codecs = [pulsar.CompressionType.LZ4, pulsar.CompressionType.ZLib, pulsar.CompressionType.ZSTD,
               pulsar.CompressionType.SNAPPY]
     quarter = count // len(codecs)
@@ -73,7 +79,7 @@ def produce(service_url, topic, count):
 
 
 def produce_keyed(service_url, topic, messages):
-    client = pulsar.Client(service_url)
+    client = pulsar.Client(service_url, logger=LOGGER)
     producer = client.create_producer(
         topic,
         compression_type=pulsar.CompressionType.ZSTD,
@@ -99,7 +105,7 @@ def produce_keyed(service_url, topic, messages):
 
 
 def produce_one(service_url, topic):
-    client = pulsar.Client(service_url)
+    client = pulsar.Client(service_url, logger=LOGGER)
     producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=10)
     msg_id = producer.send(b"alone in its batch", partition_key="solo", properties={"p": "1"})
     emit({"payload": "alone in its batch", "key": "solo", "message_id": str(msg_id)})
@@ -108,7 +114,7 @@ def produce_one(service_url, topic):
 
 
 def consume(service_url, topic, count, timeout_s):
-    client = pulsar.Client(service_url)
+    client = pulsar.Client(service_url, logger=LOGGER)
     consumer = client.subscribe(
         topic,
         "python-interop",
