@@ -267,6 +267,12 @@ INSERT INTO dst SELECT order_id, order_product_id, order_customer_id, order_stat
     fn latency_job_flink(&self, input: &str, output: &str, s: Settings) -> Result<Job> {
         let log = self.dir.join("latency-flink.log");
         let stop_file = self.dir.join("latency-flink.stop");
+        // The last round's stop request must not stop this one at its start.
+        match std::fs::remove_file(&stop_file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", stop_file.display())),
+        }
         let child = Command::new("java")
             .args(["-Xmx512m", "-jar"])
             .arg(self.root.join("bench/flink-peer/target/flink-peer.jar"))
