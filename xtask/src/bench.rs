@@ -1,10 +1,11 @@
-//! `cargo xtask bench [--smoke] [--rows N] [--no-flink] [--latency-seconds S] [--read-rounds N]`:
+//! `cargo xtask bench [--smoke] [--rows N] [--no-flink] [--latency-seconds S] [--latency-rounds N] [--read-rounds N]`:
 //! pulsar-connect side by side with the Flink peer, the bare-consumer ceiling and native decode, in one run on
 //! the same broker and the same data, plus end-to-end latency at a fixed rate (see `latency`). Prints the
 //! tables and (unless `--smoke`) writes them into BENCHMARKS.md between the `bench:begin` / `bench:end`
 //! markers. `--read-rounds N` runs only the repeated reads (`reads`: each single-partition reading job N
 //! times on fresh subscriptions, min / median / max); `--parallel-rounds N` only the parallel reads
-//! (`parallel`: a 4-partition topic by 1, 2 and 4 subtasks, by one and by two processes).
+//! (`parallel`: a 4-partition topic by 1, 2 and 4 subtasks, by one and by two processes). `--latency-rounds N`
+//! runs the latency engines in N interleaved rounds and reports medians (`latency::render`).
 
 mod decode;
 mod latency;
