@@ -525,25 +525,25 @@ pub fn render(rounds: &[Vec<Latency>]) -> String {
         .iter()
         .position(|l| l.name.starts_with("ours:") && !l.name.contains("allow-latency"));
     if let (Some(o), Some(f)) = (ours, index("flink:")) {
+        // A round whose Flink figure is 0 has no ratio; with none left there is no note (as before).
         let ratio = |g: fn(&Latency) -> f64| {
-            median_of(
-                rounds
-                    .iter()
-                    .filter_map(|r| Some(g(r.get(o)?) / g(r.get(f)?)))
-                    .filter(|x| x.is_finite())
-                    .collect(),
-            )
+            let v: Vec<f64> = rounds
+                .iter()
+                .filter_map(|r| Some(g(r.get(o)?) / g(r.get(f)?)))
+                .filter(|x| x.is_finite())
+                .collect();
+            (!v.is_empty()).then(|| median_of(v))
         };
-        notes.push(format!(
-            "- latency, ours / Flink: p50 {:.2}×, p99 {:.2}× (lower is better{})",
-            ratio(|l| l.p50_ms),
-            ratio(|l| l.p99_ms),
-            if n > 1 {
-                "; medians of the rounds' ratios"
-            } else {
-                ""
-            }
-        ));
+        if let (Some(r50), Some(r99)) = (ratio(|l| l.p50_ms), ratio(|l| l.p99_ms)) {
+            notes.push(format!(
+                "- latency, ours / Flink: p50 {r50:.2}×, p99 {r99:.2}× (lower is better{})",
+                if n > 1 {
+                    "; medians of the rounds' ratios"
+                } else {
+                    ""
+                }
+            ));
+        }
         if let (Some((o50, o99)), Some((f50, f99))) = (above[o], above[f]) {
             notes.push(format!(
                 "- added over the baseline, ours vs Flink: p50 +{o50:.1} vs +{f50:.1} ms, p99 +{o99:.1} vs +{f99:.1} ms"
@@ -613,6 +613,12 @@ mod tests {
             text.contains("| ours: x | 10000 | 10000 | 300000 | 15.0 | 15.0 | 30.0 | 30.0 |"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_flink_run_without_figures_gives_no_ratio() {
+        let text = render(&[round((10.0, 20.0), (14.0, 26.0), (0.0, 0.0))]);
+        assert!(!text.contains("ours / Flink"), "{text}");
     }
 
     #[test]

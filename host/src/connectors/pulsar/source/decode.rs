@@ -239,7 +239,6 @@ impl DecodeJob {
             &tombstone,
             &bad,
         );
-        let value_idx = UInt32Array::from(out.iter().map(|r| r.value).collect::<Vec<_>>());
         let key_idx = UInt32Array::from(
             out.iter()
                 .map(|r| key_row[r.message])
@@ -249,17 +248,22 @@ impl DecodeJob {
         let topic = self.split.topic.as_str();
         let rows: Vec<metadata::Received<'_>> =
             out.iter().map(|r| (topic, &self.msgs[r.message])).collect();
-        // Every message gave its one row (the usual batch): the value columns are taken as decoded.
+        // Every message gave its one row (the usual batch): the value columns are taken as decoded;
+        // otherwise they are taken in `out`'s order.
         let values_in_order = out.len() == value_decoded.batch.num_rows()
             && out
                 .iter()
                 .enumerate()
                 .all(|(i, r)| r.value == Some(i as u32));
+        let value_idx = (!values_in_order)
+            .then(|| UInt32Array::from(out.iter().map(|r| r.value).collect::<Vec<_>>()));
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for (c, field) in self.layout.source.iter().zip(self.schema.fields()) {
             let col = match c {
-                ColumnSource::Value(v) if values_in_order => value_decoded.batch.column(*v).clone(),
-                ColumnSource::Value(v) => take(value_decoded.batch.column(*v), &value_idx, None)?,
+                ColumnSource::Value(v) => match &value_idx {
+                    None => value_decoded.batch.column(*v).clone(),
+                    Some(idx) => take(value_decoded.batch.column(*v), idx, None)?,
+                },
                 ColumnSource::Key(k) => match &key_batch {
                     Some(b) => take(b.column(*k), &key_idx, None)?,
                     None => bail!("internal: key column without a key format"),
