@@ -22,6 +22,14 @@
 //!   broker holds fewer than `receiver_queue_size / m` permits (at least 1), one flow pays the
 //!   debt and tops the balance up to that — the broker then reads about a receiver queue of
 //!   messages. Permits the client owes beyond that are withheld (`consumed_since_flow`).
+//! - Patch 14, the ramp: the entries outstanding grow toward `receiver_queue_size / m` by one
+//!   entry per window of entries delivered (from [`RAMP_START`], and again from there whenever the
+//!   sizing falls, i.e. when `m` grows). The largest recent entry says nothing of entries still to
+//!   come: a topic written first in small batches (a producer starting slowly, batches closing by
+//!   time) and then in full ones had grants of ~190 entries sized for 11-message entries, and the
+//!   broker read 100 entries of 1 000 messages on them (~100 000 messages queued per consumer). With
+//!   the ramp, `P` small entries at the start leave about `sqrt(2P + 64)` entries outstanding when
+//!   the large ones come.
 //! - Liveness never rests on the mirror alone: when a consumer that withholds permits has had an
 //!   empty queue and no dispatch for [`RELEASE_AFTER`], it grants a whole receiver queue more
 //!   (once per silence, and only while the mirror shows less than that outstanding); so does a
@@ -43,6 +51,10 @@ pub fn set_entry_sized_flow(enabled: bool) {
 /// Entries per window of the largest-recent-entry estimate (see the module docs).
 pub const SIZE_WINDOW: u32 = 32;
 
+/// Entries outstanding a consumer starts from before it ramps up to `receiver_queue_size / m`
+/// (see the module docs).
+pub const RAMP_START: u32 = 8;
+
 /// How long a consumer that withholds permits waits on an empty queue with no dispatch before it
 /// grants a whole receiver queue regardless of its mirror of the broker's balance.
 pub const RELEASE_AFTER: Duration = Duration::from_secs(1);
@@ -62,6 +74,10 @@ pub struct EntryFlow {
     pub(crate) window_max: u32,
     pub(crate) previous_max: u32,
     pub(crate) window_entries: u32,
+    /// The most entries a grant may leave outstanding (the ramp), and the entries delivered since it
+    /// last grew: it grows by one per `ramp` entries delivered, up to `receiver_queue_size / m`.
+    pub(crate) ramp: u32,
+    pub(crate) ramp_delivered: u32,
     /// When the queue last ran empty, and the dispatch mark then (for the release).
     pub(crate) idle_since: Option<(Instant, u64)>,
 }
@@ -75,6 +91,8 @@ impl Default for EntryFlow {
             window_max: 0,
             previous_max: 0,
             window_entries: 0,
+            ramp: RAMP_START,
+            ramp_delivered: 0,
             idle_since: None,
         }
     }
@@ -87,7 +105,15 @@ impl EntryFlow {
         self.window_max.max(self.previous_max)
     }
 
-    fn learn(&mut self, messages: u32) {
+    /// Entries a grant may leave outstanding with a receiver queue of `r` messages: `r / m`, but no
+    /// more than the ramp allows.
+    fn entries_target(&self, r: i64) -> i64 {
+        let m = i64::from(self.messages_per_entry().max(1));
+        (r / m).clamp(1, i64::from(self.ramp).max(1))
+    }
+
+    /// An entry of `messages` messages arrived, with a receiver queue of `r` messages.
+    fn learn(&mut self, messages: u32, r: i64) {
         self.entry_messages = messages;
         if self.window_entries >= SIZE_WINDOW {
             self.previous_max = self.window_max;
@@ -96,6 +122,16 @@ impl EntryFlow {
         }
         self.window_max = self.window_max.max(messages);
         self.window_entries += 1;
+        self.ramp_delivered += 1;
+        if self.ramp_delivered >= self.ramp {
+            self.ramp = self.ramp.saturating_add(1);
+            self.ramp_delivered = 0;
+        }
+        // Never above what the current sizing allows, so that when entries shrink the grants grow
+        // back from the start, not at once.
+        let full = r / i64::from(self.messages_per_entry().max(1));
+        let full = u32::try_from(full.max(1)).unwrap_or(u32::MAX);
+        self.ramp = self.ramp.min(full).max(RAMP_START);
     }
 }
 
@@ -132,7 +168,7 @@ impl ConsumerState {
             _ if !self.entry_flow.enabled => r,
             0 => 1,
             1 => r,
-            m => (r / i64::from(m)).max(1),
+            _ => self.entry_flow.entries_target(r),
         };
         u32::try_from(permits).unwrap_or(u32::MAX)
     }
@@ -153,8 +189,8 @@ impl ConsumerState {
                 }
                 r - window + owed
             }
-            m => {
-                let target = (r / i64::from(m)).max(1);
+            _ => {
+                let target = self.entry_flow.entries_target(r);
                 if queued >= (r / 2).max(1) || balance >= target {
                     return EntryGrant::Hold;
                 }
@@ -199,8 +235,11 @@ impl ConsumerState {
 
     /// An entry of `messages` messages arrived.
     pub(crate) fn learn_entry_size(&mut self, messages: Option<i32>) {
-        self.entry_flow
-            .learn(messages.map_or(1, |n| u32::try_from(n).unwrap_or(1).max(1)));
+        let r = self.receiver_queue_permits();
+        self.entry_flow.learn(
+            messages.map_or(1, |n| u32::try_from(n).unwrap_or(1).max(1)),
+            r,
+        );
     }
 
     /// The queue ran empty at `now`: the release clock starts (for a consumer that withholds).
@@ -358,7 +397,62 @@ mod tests {
         sizes.extend(std::iter::repeat_n(10, 60_000)); // more than 600 rounds dispatch: no wrap
         let (peak, c) = run(&sizes, 2000, 500, 600);
         assert!(peak <= 2000 + 2 * 1000, "peak queue {peak}");
-        assert_eq!(c.entry_flow.messages_per_entry(), 10, "the large entries aged out");
+        assert_eq!(
+            c.entry_flow.messages_per_entry(),
+            10,
+            "the large entries aged out"
+        );
+    }
+
+    /// A topic written first in small batches, then in full ones: grants sized for the small
+    /// entries must not have the broker read 100 large ones.
+    #[test]
+    fn small_entries_first_then_large_ones_do_not_flood_the_queue() {
+        for small in [50_u32, 250, 1_000] {
+            let mut sizes = vec![11; small as usize];
+            sizes.extend(std::iter::repeat_n(1000, 5000));
+            let (peak, c) = run(&sizes, 2000, 500, 600);
+            // About sqrt(2 * small + 64) entries are outstanding when the large ones come (without
+            // the ramp, up to 100: the broker's read).
+            let ramped = (2.0 * f64::from(small) + 64.0).sqrt() as usize + 2;
+            assert!(
+                peak <= 2000 + ramped * 1000,
+                "{small} small entries first: peak queue {peak}"
+            );
+            assert_eq!(c.entry_flow.messages_per_entry(), 1000);
+            assert_eq!(c.entry_flow.ramp, RAMP_START, "sized for the large entries");
+        }
+    }
+
+    /// The ramp only delays: on a topic of small entries the grants reach `R / m` entries, and when
+    /// large entries age out they ramp up again from the start.
+    #[test]
+    fn the_ramp_reaches_a_receiver_queue_of_small_entries() {
+        let mut sizes = vec![1000; 40];
+        sizes.extend(std::iter::repeat_n(10, 100_000));
+        let at = Instant::now();
+        let mut c = consumer(2000);
+        for (i, m) in sizes.iter().enumerate() {
+            c.learn_entry_size(Some(i32::try_from(*m).unwrap()));
+            if i == 40 {
+                assert_eq!(c.entry_flow.ramp, RAMP_START);
+            }
+        }
+        assert_eq!(c.entry_flow.messages_per_entry(), 10);
+        assert_eq!(c.entry_flow.ramp, 200, "ramped up to R / m");
+        assert_eq!(c.initial_permits(), 200);
+        c.queue.push_back(crate::event::IncomingMessage {
+            message_id: crate::types::MessageId::EARLIEST,
+            metadata: std::sync::Arc::default(),
+            single_metadata: None,
+            payload: bytes::Bytes::from_static(b"x"),
+            redelivery_count: 0,
+            broker_entry_metadata: None,
+            arrived_at: at,
+        });
+        assert!(
+            matches!(c.entry_grant(), EntryGrant::Grant(p) if i64::from(p) == 200 - c.broker_balance())
+        );
     }
 
     #[test]
