@@ -9,6 +9,7 @@
 
 mod decode;
 mod latency;
+mod machine;
 mod parallel;
 mod reads;
 mod throughput;
@@ -24,6 +25,7 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
 use crate::build_plugins;
+use machine::{CpuTicks, load_average};
 use xtask::broker::{self, BrokerInfo, Profile, StartOptions, http};
 use xtask::paths;
 
@@ -611,14 +613,6 @@ fn build_ours(root: &Path, cargo: &impl Fn() -> Command) -> Result<()> {
     Ok(())
 }
 
-/// The 1-minute load average, to say whether the machine was busy.
-fn load_average() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".into())
-}
-
 pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process::ExitCode> {
     let root = paths::workspace_root();
     let rows = args
@@ -629,6 +623,8 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         .unwrap_or(if args.smoke { 3.0 } else { 30.0 });
     let load_before = load_average();
     build_ours(&root, &cargo)?;
+    // After the build: steal is what the hypervisor took from the measured runs.
+    let ticks_before = CpuTicks::now();
     let jar = root.join("bench/flink-peer/target/flink-peer.jar");
     let with_flink = !args.no_flink && (!args.smoke || jar.exists());
     if with_flink {
@@ -655,8 +651,9 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         let all = parallel::run(&ctx, run_id, rounds.max(1))?;
         drop(broker);
         println!(
-            "Command: `cargo xtask bench --parallel-rounds {rounds} --rows {rows}`; 1-minute load average {load_before} before, {} after.\n\n{}",
+            "Command: `cargo xtask bench --parallel-rounds {rounds} --rows {rows}`; 1-minute load average {load_before} before, {} after; CPU steal {}.\n\n{}",
             load_average(),
+            CpuTicks::now().steal_since(ticks_before),
             reads::render(&all)
         );
         return Ok(std::process::ExitCode::SUCCESS);
@@ -665,8 +662,9 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         let all = reads::run(&ctx, run_id, rounds.max(1))?;
         drop(broker);
         println!(
-            "Command: `cargo xtask bench --read-rounds {rounds} --rows {rows}`; 1-minute load average {load_before} before, {} after.\n\n{}",
+            "Command: `cargo xtask bench --read-rounds {rounds} --rows {rows}`; 1-minute load average {load_before} before, {} after; CPU steal {}.\n\n{}",
             load_average(),
+            CpuTicks::now().steal_since(ticks_before),
             reads::render(&all)
         );
         return Ok(std::process::ExitCode::SUCCESS);
@@ -713,6 +711,8 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
     };
     drop(broker);
     let load_after = load_average();
+    let steal = CpuTicks::now().steal_since(ticks_before);
+    eprintln!("CPU steal during the runs: {steal}");
     let table = format!(
         "{}{}{}",
         throughput::render(&all, &decode),
@@ -734,7 +734,7 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         if args.latency_rounds > 1 {
             let _ = write!(command, " --latency-rounds {}", args.latency_rounds);
         }
-        write_benchmarks(&root, &table, &command, (&load_before, &load_after))?;
+        write_benchmarks(&root, &table, &command, (&load_before, &load_after), &steal)?;
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
@@ -808,6 +808,7 @@ fn write_benchmarks(
     table: &str,
     command: &str,
     (load_before, load_after): (&str, &str),
+    steal: &str,
 ) -> Result<()> {
     let path = root.join("BENCHMARKS.md");
     let text = fs::read_to_string(&path).unwrap_or_default();
@@ -836,7 +837,7 @@ fn write_benchmarks(
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
     let section = format!(
-        "{begin}\n## `cargo xtask bench` — {date}\n\nCommand: `{command}`. Machine: {cores} cores, {mem} GiB, 1-minute load average {load_before} before the run and {load_after} after it (other work on the machine competes with every number below). Apache Pulsar 4.0.7 standalone (local), pulsar-connect {} (release), Flink 1.18.1 + flink-connector-pulsar 4.1.0-1.18 (`-Xmx512m`, parallelism 1). Seed order rows (4 columns, ~90-byte JSON). Reading runs count from the first row to the last; producing runs are whole processes (start-up included). CPU-s / 1M = process CPU seconds per million messages (lower is better; its inverse is messages per core). MB/s = message payload (value) bytes per second, from a bare read of the same topic.\n\n{table}{end}",
+        "{begin}\n## `cargo xtask bench` — {date}\n\nCommand: `{command}`. Machine: {cores} cores, {mem} GiB, 1-minute load average {load_before} before the run and {load_after} after it (other work on the machine competes with every number below); CPU steal {steal} of the machine's CPU time during the runs (the hypervisor running other guests on our cores: on a shared host every figure below moves with it, ratios within one run less so). Apache Pulsar 4.0.7 standalone (local), pulsar-connect {} (release), Flink 1.18.1 + flink-connector-pulsar 4.1.0-1.18 (`-Xmx512m`, parallelism 1). Seed order rows (4 columns, ~90-byte JSON). Reading runs count from the first row to the last; producing runs are whole processes (start-up included). CPU-s / 1M = process CPU seconds per million messages (lower is better; its inverse is messages per core). MB/s = message payload (value) bytes per second, from a bare read of the same topic.\n\n{table}{end}",
         env!("CARGO_PKG_VERSION")
     );
     let new = match (text.find(begin), text.find(end)) {
