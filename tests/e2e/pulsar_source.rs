@@ -201,6 +201,41 @@ async fn earliest_reads_every_partition_once_with_metadata_columns() -> Result<(
     Ok(())
 }
 
+/// Large messages (16 KiB each, 640 KiB in all: batches far over a receiver queue's usual bytes) and
+/// small ones behind them: every row, in order, intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_messages_read_intact_with_small_ones_behind_them() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("src-large");
+    let client = broker.client().await?;
+    let status = |i: u32| format!("s{i}-{}", "x".repeat(16 * 1024));
+    let large = (0..40).map(|i| {
+        let row = format!(
+            r#"{{"order_id":{i},"order_product_id":1,"order_customer_id":2,"order_status":"{}"}}"#,
+            status(i)
+        );
+        OutgoingMessage::with_payload(row.into_bytes())
+    });
+    send(&client, &topic, large).await?;
+    send_orders(&client, &topic, 40..45).await?;
+    let job = RunningJob::start(
+        &job(
+            &broker,
+            &format!("'topic' = '{topic}'"),
+            ", 'scan.startup.mode' = 'earliest'",
+        ),
+        None,
+    )
+    .await?;
+    job.wait_rows(45, WAIT).await?;
+    let (_, rows) = job.stop().await?;
+    assert_eq!(ids(&rows), (0..45).collect::<Vec<_>>());
+    for (i, row) in rows.iter().take(40).enumerate() {
+        assert_eq!(row, &format!("+I[{i}, {}]", status(i as u32)), "row {i}");
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latest_reads_only_messages_published_after_the_start() -> Result<()> {
     let broker = TestBroker::get();
