@@ -105,11 +105,15 @@ impl EntryFlow {
         self.window_max.max(self.previous_max)
     }
 
-    /// Entries a grant may leave outstanding with a receiver queue of `r` messages: `r / m`, but no
-    /// more than the ramp allows.
+    /// Entries that hold a receiver queue of `r` messages: `r / m`, at least 1.
+    fn full_entries(&self, r: i64) -> i64 {
+        (r / i64::from(self.messages_per_entry().max(1))).max(1)
+    }
+
+    /// Entries a grant may leave outstanding with a receiver queue of `r` messages:
+    /// [`Self::full_entries`], but no more than the ramp allows.
     fn entries_target(&self, r: i64) -> i64 {
-        let m = i64::from(self.messages_per_entry().max(1));
-        (r / m).clamp(1, i64::from(self.ramp).max(1))
+        self.full_entries(r).min(i64::from(self.ramp).max(1))
     }
 
     /// An entry of `messages` messages arrived, with a receiver queue of `r` messages.
@@ -129,8 +133,7 @@ impl EntryFlow {
         }
         // Never above what the current sizing allows, so that when entries shrink the grants grow
         // back from the start, not at once.
-        let full = r / i64::from(self.messages_per_entry().max(1));
-        let full = u32::try_from(full.max(1)).unwrap_or(u32::MAX);
+        let full = u32::try_from(self.full_entries(r)).unwrap_or(u32::MAX);
         self.ramp = self.ramp.min(full).max(RAMP_START);
     }
 }
@@ -323,20 +326,25 @@ mod tests {
         c
     }
 
+    /// A one-byte message that arrived `at`.
+    fn message(at: Instant) -> crate::event::IncomingMessage {
+        crate::event::IncomingMessage {
+            message_id: crate::types::MessageId::EARLIEST,
+            metadata: std::sync::Arc::default(),
+            single_metadata: None,
+            payload: bytes::Bytes::from_static(b"x"),
+            redelivery_count: 0,
+            broker_entry_metadata: None,
+            arrived_at: at,
+        }
+    }
+
     /// The broker dispatches one entry of `m` messages: every member charged.
     fn dispatch(c: &mut ConsumerState, m: u32, at: Instant) {
         c.learn_entry_size(Some(i32::try_from(m).unwrap()));
         for _ in 0..m {
             c.record_dispatch_unit();
-            c.queue.push_back(crate::event::IncomingMessage {
-                message_id: crate::types::MessageId::EARLIEST,
-                metadata: std::sync::Arc::default(),
-                single_metadata: None,
-                payload: bytes::Bytes::from_static(b"x"),
-                redelivery_count: 0,
-                broker_entry_metadata: None,
-                arrived_at: at,
-            });
+            c.queue.push_back(message(at));
         }
     }
 
@@ -441,15 +449,7 @@ mod tests {
         assert_eq!(c.entry_flow.messages_per_entry(), 10);
         assert_eq!(c.entry_flow.ramp, 200, "ramped up to R / m");
         assert_eq!(c.initial_permits(), 200);
-        c.queue.push_back(crate::event::IncomingMessage {
-            message_id: crate::types::MessageId::EARLIEST,
-            metadata: std::sync::Arc::default(),
-            single_metadata: None,
-            payload: bytes::Bytes::from_static(b"x"),
-            redelivery_count: 0,
-            broker_entry_metadata: None,
-            arrived_at: at,
-        });
+        c.queue.push_back(message(at));
         assert!(
             matches!(c.entry_grant(), EntryGrant::Grant(p) if i64::from(p) == 200 - c.broker_balance())
         );
