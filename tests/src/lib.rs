@@ -28,9 +28,21 @@ pub struct TestBroker {
 const HOW_TO_START: &str = "start one with `cargo xtask broker start` (or run the whole suite with `cargo xtask test`), \
      or point the tests at a cluster with PULSAR_SERVICE_URL and PULSAR_ADMIN_URL";
 
+/// With `RUST_LOG` set, the tests' own log lines (the client's, the runtime's) go to stderr, shown for
+/// a failing test (`RUST_LOG=magnetar_proto::entry_flow=debug cargo xtask test -- --test e2e ...`).
+pub fn init_test_logs() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 impl TestBroker {
     /// The broker without authentication. Panics with instructions when there is none.
     pub fn get() -> TestBroker {
+        init_test_logs();
         if let (Ok(service_url), Ok(admin_url)) = (
             std::env::var("PULSAR_SERVICE_URL"),
             std::env::var("PULSAR_ADMIN_URL"),
@@ -46,6 +58,7 @@ impl TestBroker {
 
     /// The broker with token authentication (`cargo xtask broker start --auth token`).
     pub fn with_token_auth() -> TestBroker {
+        init_test_logs();
         Self::from_profile(Profile::Token)
     }
 

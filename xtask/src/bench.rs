@@ -5,7 +5,8 @@
 //! markers. `--read-rounds N` runs only the repeated reads (`reads`: each single-partition reading job N
 //! times on fresh subscriptions, min / median / max); `--parallel-rounds N` only the parallel reads
 //! (`parallel`: a 4-partition topic by 1, 2 and 4 subtasks, by one and by two processes). `--latency-rounds N`
-//! runs the latency engines in N interleaved rounds and reports medians (`latency::render`).
+//! runs the latency engines in N interleaved rounds (default 3, 1 with `--smoke`) and reports medians
+//! (`latency::render`).
 
 mod decode;
 mod latency;
@@ -46,9 +47,10 @@ pub struct BenchArgs {
     /// The fixed rate of the latency runs, messages per second.
     #[arg(long, default_value_t = 10_000)]
     pub latency_rate: u32,
-    /// Interleaved rounds of the latency runs (default 1): rows and figures become medians over them.
-    #[arg(long, default_value_t = 1)]
-    pub latency_rounds: usize,
+    /// Interleaved rounds of the latency runs (default 3, 1 with --smoke): rows and figures become
+    /// medians over them (one 30-s window's p99 moves by several ms from run to run).
+    #[arg(long)]
+    pub latency_rounds: Option<usize>,
     /// Only the latency runs (BENCHMARKS.md untouched).
     #[arg(long)]
     pub latency_only: bool,
@@ -670,6 +672,10 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         return Ok(std::process::ExitCode::SUCCESS);
     }
     let rounds = args.rounds.unwrap_or(if args.smoke { 1 } else { 3 }).max(1);
+    let latency_rounds = args
+        .latency_rounds
+        .unwrap_or(if args.smoke { 1 } else { 3 })
+        .max(1);
     let mut all = Vec::new();
     let mut decode = Vec::new();
     let mut instructions = String::new();
@@ -704,7 +710,7 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
             args.latency_rate,
             latency_seconds,
             args.smoke,
-            args.latency_rounds.max(1),
+            latency_rounds,
         )?
     } else {
         Vec::new()
@@ -731,8 +737,8 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         if args.latency_rate != 10_000 {
             let _ = write!(command, " --latency-rate {}", args.latency_rate);
         }
-        if args.latency_rounds > 1 {
-            let _ = write!(command, " --latency-rounds {}", args.latency_rounds);
+        if args.latency_rounds.is_some() {
+            let _ = write!(command, " --latency-rounds {latency_rounds}");
         }
         write_benchmarks(&root, &table, &command, (&load_before, &load_after), &steal)?;
     }
