@@ -6,7 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use magnetar::{MessageId, OutgoingMessage, PulsarClient};
 use pulsar_connect::pulsar::reader::{
-    DataLossPolicy, SplitReader, SplitSet, StartPosition, resolve_latest,
+    DEFAULT_RECEIVER_QUEUE, DataLossPolicy, SplitReader, SplitSet, StartPosition, Subscribing,
+    resolve_latest,
 };
 use pulsar_connect::pulsar::topics::{Split, TopicName, splits_of};
 use pulsar_connect_tests::{TestBroker, unique_topic};
@@ -69,6 +70,42 @@ fn backlog(broker: &TestBroker, topic: &str, sub: &str) -> Result<u64> {
     stats["subscriptions"][sub]["msgBacklog"]
         .as_u64()
         .context("no backlog in the stats")
+}
+
+/// `pulsar.reader.receiver-queue-size` is what a split's consumer prefetches: while nothing is received,
+/// a queue of 10 holds 10 of 200 unbatched messages and the default holds all 200; both read all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_receiver_queue_size_bounds_what_is_prefetched() -> Result<()> {
+    let broker = TestBroker::get();
+    let client = broker.client().await?;
+    let topic = unique_topic("receiver-queue");
+    produce(&client, &topic, 0..200, false).await?;
+    for (queue, want) in [(10, 10), (DEFAULT_RECEIVER_QUEUE, 200)] {
+        let how = Subscribing {
+            receiver_queue: queue,
+            ..Subscribing::exclusive(DataLossPolicy::Fail)
+        };
+        let sub = format!("queue-{queue}");
+        let mut reader =
+            SplitReader::open_range(&client, split(&topic), &sub, StartPosition::Earliest, how)
+                .await?;
+        // Until the queue holds what it may (or 20 s), then a moment longer: it must not grow past that.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while reader.consumer().available_in_queue() < want
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let queued = reader.consumer().available_in_queue();
+        assert_eq!(queued, want, "receiver queue {queue}: messages prefetched");
+        assert_eq!(
+            read_n(&mut reader, 200).await?,
+            (0..200).collect::<Vec<_>>()
+        );
+        reader.close().await?;
+    }
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -251,6 +251,10 @@ async fn sink_option_errors_name_the_table_and_option() -> Result<()> {
             "receiverQueueSize",
         ),
         (
+            ", 'properties.pulsar.reader.receiverQueueSize' = '0'",
+            "0 is out of range",
+        ),
+        (
             ", 'auth-plugin-classname' = 'org.example.Kerberos', 'auth-params' = 'secret-value'",
             "not supported",
         ),

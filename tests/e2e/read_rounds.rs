@@ -20,7 +20,8 @@ const ROWS: usize = 40_000;
 const ROUNDS: usize = 5;
 /// The source's defaults: `table.exec.mini-batch.size` rows per poll, 200 ms per receive.
 const SOURCE_BATCH: usize = 4096;
-/// Half the split reader's receive queue (2 000): each call leaves messages queued for the next one.
+/// Less than half the split reader's receive queue (5 000 by default): each call leaves messages queued
+/// for the next one.
 const CONTROL_BATCH: usize = 1000;
 const RECEIVE_WAIT: Duration = Duration::from_millis(200);
 /// How much slower than the control's median a read may be before it counts as stalled.

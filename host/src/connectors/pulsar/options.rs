@@ -39,6 +39,11 @@ const POSITIVE: OptionKind = OptionKind::Int {
     min: 1,
     max: i64::MAX,
 };
+/// A consumer's receiver queue: at least one message, at most a million (its memory is per split).
+const RECEIVER_QUEUE_SIZE: OptionKind = OptionKind::Int {
+    min: 1,
+    max: 1_000_000,
+};
 const NON_NEGATIVE: OptionKind = OptionKind::Int {
     min: 0,
     max: i64::MAX,
@@ -249,9 +254,9 @@ pub static SETTINGS: LazyLock<Vec<OptionDecl>> = LazyLock::new(|| {
     setting(
         RECEIVER_QUEUE,
         &["pulsar.reader.receiverQueueSize"],
-        POSITIVE,
-        Some("2000"),
-        "Source: messages prefetched per split.",
+        RECEIVER_QUEUE_SIZE,
+        None,
+        "Source: messages prefetched per split (the consumer's receiver queue; every message of a batched entry counts). Unset: 10 000 shared by the splits a source subtask reads, at least 2 000 and at most 5 000 per split. Larger queues keep more entries in flight from the broker, at the cost of memory per split.",
     ),
     setting(
         SEND_TIMEOUT,

@@ -93,6 +93,9 @@ pub struct SourceConfig {
     pub data_loss: DataLossPolicy,
     /// `subscription-type`.
     pub subscription_kind: SubscriptionKind,
+    /// `pulsar.reader.receiver-queue-size`: messages prefetched per split (`None`:
+    /// [`crate::pulsar::reader::default_receiver_queue`]).
+    pub receiver_queue: Option<u32>,
 }
 
 /// What a sink into the table needs, decoded once.
@@ -361,6 +364,9 @@ impl PulsarTableConfig {
                 DataLossPolicy::UseEarliest
             },
             subscription_kind: SubscriptionKind::Exclusive,
+            receiver_queue: o
+                .int(opt::RECEIVER_QUEUE)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         };
         let source = SourceConfig {
             subscription_kind: subscription_kind(name, o, &source)?,

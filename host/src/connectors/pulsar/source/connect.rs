@@ -16,8 +16,8 @@ use crate::connectors::pulsar::config::PulsarTableConfig;
 use crate::connectors::pulsar::txn_acks::TxnAcks;
 use crate::pulsar::admin;
 use crate::pulsar::reader::{
-    DataLossPolicy, KeyRange, SplitReader, SplitSet, StartPosition, SubscriptionKind, key_ranges,
-    state_key,
+    DataLossPolicy, KeyRange, SplitReader, SplitSet, StartPosition, Subscribing, SubscriptionKind,
+    default_receiver_queue, key_ranges, state_key,
 };
 use crate::pulsar::topics::{Discovery, Split};
 use magnetar::PulsarClient;
@@ -94,6 +94,18 @@ pub(super) async fn connect(
             }
         }
     }
+    let owned: usize = splits
+        .iter()
+        .map(|s| {
+            (0..ranges.len())
+                .filter(|&i| assign::owns(s, i, ranges.len(), subtask))
+                .count()
+        })
+        .sum();
+    let receiver_queue = cfg
+        .source
+        .receiver_queue
+        .unwrap_or_else(|| default_receiver_queue(owned));
     let mut readers = Vec::new();
     for split in &splits {
         for (i, range) in ranges.iter().enumerate() {
@@ -116,9 +128,12 @@ pub(super) async fn connect(
                 split.clone(),
                 &subscription,
                 start,
-                policy,
-                *range,
-                cfg.source.subscription_kind,
+                Subscribing {
+                    on_data_loss: policy,
+                    range: *range,
+                    kind: cfg.source.subscription_kind,
+                    receiver_queue,
+                },
             )
             .await
             .with_context(|| format!("table '{}': opening {}", cfg.table, split.topic))?;
@@ -176,6 +191,9 @@ pub(super) struct SplitOpening {
     /// Linked to the sink's transactions: readers hand out whole entries.
     pub whole_entries: bool,
     pub kind: SubscriptionKind,
+    /// `pulsar.reader.receiver-queue-size`; unset, the per-split floor of the shared default (the
+    /// splits read already hold theirs).
+    pub receiver_queue: u32,
     /// Readers are opened for this subtask's key ranges of a split only.
     pub subtask: Subtask,
 }
@@ -193,6 +211,10 @@ impl SplitOpening {
             policy: cfg.source.data_loss,
             whole_entries,
             kind: cfg.source.subscription_kind,
+            receiver_queue: cfg
+                .source
+                .receiver_queue
+                .unwrap_or_else(|| default_receiver_queue(usize::MAX)),
             subtask,
         }
     }
@@ -263,9 +285,12 @@ async fn open_split(
             split.clone(),
             &opening.subscription,
             opening.start(),
-            opening.policy,
-            *range,
-            opening.kind,
+            Subscribing {
+                on_data_loss: opening.policy,
+                range: *range,
+                kind: opening.kind,
+                receiver_queue: opening.receiver_queue,
+            },
         )
         .await
         {
