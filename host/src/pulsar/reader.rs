@@ -226,6 +226,10 @@ fn consumer_name() -> &'static str {
 /// [`default_receiver_queue`]).
 pub const DEFAULT_RECEIVER_QUEUE: u32 = 5_000;
 
+/// The messages a source subtask's splits share by default, and the least each split gets.
+const RECEIVER_QUEUE_BUDGET: u32 = 10_000;
+const RECEIVER_QUEUE_FLOOR: u32 = 2_000;
+
 /// The receiver queue of each of a source subtask's `readers` split readers when the table does not set
 /// `pulsar.reader.receiver-queue-size`: 10 000 messages shared, 2 000 to 5 000 per split. With 1 000-message
 /// entries a queue of 2 000 leaves the broker two entries in flight and a fast read of one split waits on
@@ -233,7 +237,7 @@ pub const DEFAULT_RECEIVER_QUEUE: u32 = 5_000;
 /// peak RSS); several splits keep enough in flight between them.
 pub fn default_receiver_queue(readers: usize) -> u32 {
     let readers = u32::try_from(readers.max(1)).unwrap_or(u32::MAX);
-    (10_000 / readers).clamp(2_000, DEFAULT_RECEIVER_QUEUE)
+    (RECEIVER_QUEUE_BUDGET / readers).clamp(RECEIVER_QUEUE_FLOOR, DEFAULT_RECEIVER_QUEUE)
 }
 
 /// How a split's subscription is opened, besides where it starts.

@@ -94,54 +94,53 @@ pub(super) async fn connect(
             }
         }
     }
-    let owned: usize = splits
+    // The (split, key range) readers this subtask opens; their number sizes the default receiver queue.
+    let ranges = &ranges;
+    let owned: Vec<(&Split, Option<KeyRange>)> = splits
         .iter()
-        .map(|s| {
-            (0..ranges.len())
-                .filter(|&i| assign::owns(s, i, ranges.len(), subtask))
-                .count()
+        .flat_map(|split| {
+            ranges
+                .iter()
+                .enumerate()
+                .filter(move |&(i, _)| assign::owns(split, i, ranges.len(), subtask))
+                .map(move |(_, range)| (split, *range))
         })
-        .sum();
+        .collect();
     let receiver_queue = cfg
         .source
         .receiver_queue
-        .unwrap_or_else(|| default_receiver_queue(owned));
+        .unwrap_or_else(|| default_receiver_queue(owned.len()));
     let mut readers = Vec::new();
-    for split in &splits {
-        for (i, range) in ranges.iter().enumerate() {
-            if !assign::owns(split, i, ranges.len(), subtask) {
-                continue;
-            }
-            let key = state_key(split, *range);
-            let start = start_position(
-                &client,
-                cfg,
-                split,
-                &key,
-                restored.as_ref(),
-                at_cursor.contains(split.topic.as_str()),
-                &subscription,
-            )
-            .await?;
-            let mut reader = SplitReader::open_range(
-                &client,
-                split.clone(),
-                &subscription,
-                start,
-                Subscribing {
-                    on_data_loss: policy,
-                    range: *range,
-                    kind: cfg.source.subscription_kind,
-                    receiver_queue,
-                },
-            )
-            .await
-            .with_context(|| format!("table '{}': opening {}", cfg.table, split.topic))?;
-            if linked.is_some() {
-                reader.whole_entries();
-            }
-            readers.push(reader);
+    for (split, range) in owned {
+        let key = state_key(split, range);
+        let start = start_position(
+            &client,
+            cfg,
+            split,
+            &key,
+            restored.as_ref(),
+            at_cursor.contains(split.topic.as_str()),
+            &subscription,
+        )
+        .await?;
+        let mut reader = SplitReader::open_range(
+            &client,
+            split.clone(),
+            &subscription,
+            start,
+            Subscribing {
+                on_data_loss: policy,
+                range,
+                kind: cfg.source.subscription_kind,
+                receiver_queue,
+            },
+        )
+        .await
+        .with_context(|| format!("table '{}': opening {}", cfg.table, split.topic))?;
+        if linked.is_some() {
+            reader.whole_entries();
         }
+        readers.push(reader);
     }
     if subtask.count > 1 {
         info!(table = %cfg.table, splits = readers.len(), of = all.len() * ranges.len(), subtask = subtask.index, subtasks = subtask.count, subscription = %subscription, "reading");
