@@ -31,6 +31,7 @@ async fn writes_each_message_to_the_partition_it_is_given_and_flush_waits_for_ev
             OutgoingMessage::with_payload(format!("{i}").into_bytes()).key(format!("k{i}")),
         )
         .await?;
+        assert!(w.in_flight() <= 50, "at most max_in_flight sends wait");
     }
     w.flush().await?;
     assert_eq!(w.acknowledged(), 3000, "flush returns after every receipt");
@@ -136,6 +137,44 @@ async fn compression_with_batching_is_accepted() -> Result<()> {
             };
             config.validate()?;
         }
+    }
+    Ok(())
+}
+
+/// Receipts are taken in as they arrive, without a flush: the writer's in-flight count falls back to zero
+/// (what bounds a sink's memory), on every partition, also when one partition gets most of the sends and
+/// the bound is a single send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_are_taken_in_without_a_flush_on_every_partition() -> Result<()> {
+    let broker = TestBroker::get();
+    let client = broker.client().await?;
+    let topic = unique_topic("writer-receipts");
+    broker.create_partitioned_topic(&topic, 3)?;
+    for max_in_flight in [1, 1_000] {
+        let config = WriterConfig {
+            max_in_flight,
+            ..WriterConfig::default()
+        };
+        let mut w = TopicWriter::open(&client, TopicName::parse(&topic)?, &config).await?;
+        // Nine in ten to partition 0, the rest to 1 and 2.
+        for i in 0..300u32 {
+            let p = if i % 10 == 9 { 1 + (i / 10) % 2 } else { 0 };
+            w.send(p, OutgoingMessage::with_payload(i.to_string().into_bytes()))
+                .await?;
+            assert!(w.in_flight() <= max_in_flight);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while w.in_flight() > 0 && std::time::Instant::now() < deadline {
+            // The input ran dry: open batches go out and receipts already in are counted.
+            w.send_open_batches();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            (w.in_flight(), w.acknowledged()),
+            (0, 300),
+            "every receipt taken in without a flush (max_in_flight {max_in_flight})"
+        );
+        w.close().await?;
     }
     Ok(())
 }
