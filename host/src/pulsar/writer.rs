@@ -108,7 +108,8 @@ pub struct SendFailure {
 /// One send waiting for its receipt, with what its failure reports.
 struct Queued {
     fut: SendFut,
-    kept: Option<OutgoingMessage>,
+    /// Boxed: most sends keep nothing, and thousands of these wait at once.
+    kept: Option<Box<OutgoingMessage>>,
     flags: MessageFlags,
 }
 
@@ -273,7 +274,7 @@ impl TopicWriter {
             self.reap().await;
         }
         let producer = &self.producers[idx].1;
-        let kept = self.keep_failed.then(|| message.clone());
+        let kept = self.keep_failed.then(|| Box::new(message.clone()));
         let mut proto: magnetar::proto::producer::OutgoingMessage = message.into();
         if flags.key_b64 && proto.metadata.partition_key.is_some() {
             proto.metadata.partition_key_b64_encoded = Some(true);
@@ -351,7 +352,7 @@ impl TopicWriter {
             Err(e) => self.failures.push(SendFailure {
                 topic: self.producers[idx].0.to_string(),
                 reason: e.to_string(),
-                message: q.kept,
+                message: q.kept.map(|m| *m),
                 flags: q.flags,
             }),
         }
@@ -436,5 +437,15 @@ impl TopicWriter {
     /// The topic each partition index is written to.
     pub fn partition_topics(&self) -> impl Iterator<Item = &TopicName> {
         self.producers.iter().map(|(t, _)| t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_waiting_send_is_small() {
+        // Thousands wait at once (`max_in_flight`): a kept message inline made each 300+ bytes.
+        let size = std::mem::size_of::<super::Queued>();
+        assert!(size <= 128, "Queued is {size} bytes");
     }
 }

@@ -108,9 +108,9 @@ pub struct Connection {
     /// Exact failed generations for built-in runtime retry legs.
     driver_retries: VecDeque<crate::DriverRetry>,
     /// Outcomes ready to be consumed by user futures.
-    outcomes: HashMap<PendingOpKey, OpOutcome>,
+    outcomes: HashMap<PendingOpKey, OpOutcome, rustc_hash::FxBuildHasher>,
     /// Waker slab keyed by op id.
-    wakers: HashMap<PendingOpKey, Waker>,
+    wakers: HashMap<PendingOpKey, Waker, rustc_hash::FxBuildHasher>,
     /// Pending requests keyed by request id, with the kind of operation that produced them.
     pending_requests: HashMap<RequestId, PendingRequestKind>,
     /// Open producers.
@@ -573,8 +573,8 @@ impl Connection {
             events: VecDeque::new(),
             dropped_observational_events: 0,
             driver_retries: VecDeque::new(),
-            outcomes: HashMap::new(),
-            wakers: HashMap::new(),
+            outcomes: HashMap::default(),
+            wakers: HashMap::default(),
             pending_requests: HashMap::new(),
             producers: HashMap::new(),
             producer_create_requests: HashMap::new(),
@@ -2413,7 +2413,9 @@ impl Connection {
                         );
                         if let Some(w) = waker {
                             w.wake();
-                        } else if let Some(w) = self.wakers.remove(&key) {
+                        } else if !self.wakers.is_empty()
+                            && let Some(w) = self.wakers.remove(&key)
+                        {
                             w.wake();
                         }
                         self.push_observational_event(ConnectionEvent::SendReceipt {
