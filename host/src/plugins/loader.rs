@@ -13,7 +13,7 @@ use wasmtime::component::{Component, Linker};
 use super::bindings::{self, FormatComponent, RouterComponent};
 use super::cache::CompileCache;
 use super::directory::{PluginDir, PluginSource};
-use super::engine::{DEFAULT_EPOCH_TICK, build_engine, start_epoch_ticker};
+use super::engine::{DEFAULT_EPOCH_TICK, EpochTicker, build_engine};
 use super::error::{Phase, PluginError, Result};
 use super::manifest::{HOST_MAX_MEMORY_MIB, Kind, Manifest, WorldRef};
 use super::metrics::{PluginCounters, PluginMetrics};
@@ -44,6 +44,7 @@ impl Default for HostConfig {
 /// compile cache.
 pub struct PluginHost {
     engine: Engine,
+    ticker: Arc<EpochTicker>,
     linker: Linker<PluginState>,
     cache: CompileCache,
     config: HostConfig,
@@ -52,7 +53,7 @@ pub struct PluginHost {
 impl PluginHost {
     pub fn new(config: HostConfig) -> anyhow::Result<PluginHost> {
         let engine = build_engine()?;
-        start_epoch_ticker(&engine, config.epoch_tick)?;
+        let ticker = Arc::new(EpochTicker::start(&engine, config.epoch_tick)?);
         let mut linker = Linker::new(&engine);
         // Toolchains import WASI even when a plugin never uses it: link it, grant nothing.
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
@@ -61,6 +62,7 @@ impl PluginHost {
         let cache = CompileCache::open(config.cache_dir.as_deref())?;
         Ok(PluginHost {
             engine,
+            ticker,
             linker,
             cache,
             config,
@@ -122,6 +124,7 @@ impl PluginHost {
                 memory_bytes: manifest.memory_limit_bytes(self.config.max_memory_mib),
                 timeout: Duration::from_millis(manifest.limits.timeout_ms),
                 tick: self.config.epoch_tick,
+                ticker: self.ticker.clone(),
                 manifest,
                 engine: self.engine.clone(),
                 pre,
@@ -180,6 +183,8 @@ pub(crate) struct PluginShared {
     pub memory_bytes: usize,
     pub timeout: Duration,
     pub tick: Duration,
+    /// Ticks while any guest code runs (every entry into the guest holds [`EpochTicker::running`]).
+    pub ticker: Arc<EpochTicker>,
 }
 
 /// A loaded, verified plugin. Cheap to clone; each decoder, encoder or router made from it runs in its

@@ -37,6 +37,7 @@ impl<B> Sandbox<B> {
         store.limiter(|state| &mut state.limiter);
         store.set_epoch_deadline(deadline_ticks(shared.timeout, shared.tick));
         shared.metrics.record_instantiation();
+        let _running = shared.ticker.running();
         let bindings = instantiate(&mut store)
             .map_err(|e| PluginError::new(&*shared.name, Phase::Instantiate, anyhow!("{e:#}")))?;
         Ok(Sandbox { store, bindings })
@@ -55,7 +56,10 @@ impl<B> Sandbox<B> {
         self.store.data_mut().limiter.exceeded = None;
         shared.log.take_recent_stderr();
         let started = Instant::now();
-        match f(&mut self.store, &self.bindings) {
+        let running = shared.ticker.running();
+        let result = f(&mut self.store, &self.bindings);
+        drop(running);
+        match result {
             Ok(value) => Ok(Called { value, started }),
             Err(e) => {
                 shared.metrics.record_trap();
