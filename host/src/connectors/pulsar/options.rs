@@ -287,7 +287,7 @@ pub static SETTINGS: LazyLock<Vec<OptionDecl>> = LazyLock::new(|| {
         &["pulsar.producer.maxPendingMessages"],
         POSITIVE,
         Some("10000"),
-        "Sink: sends in flight per partition before the sink waits for acknowledgements.",
+        "Sink: sends in flight per table topic (all its partitions together) before the sink waits for acknowledgements.",
     ),
     setting(
         CLIENT_CACHE,
