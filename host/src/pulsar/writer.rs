@@ -138,7 +138,10 @@ impl Wake for ReceiptSignal {
 /// wait in a queue and only the oldest is polled: its waker is the writer's [`ReceiptSignal`], and when
 /// it fires the queue is drained up to the first send still unacknowledged. A batch's receipt thus
 /// costs one wake, not one per message (a future per send in a `FuturesUnordered` cost a box, a waker
-/// registration and a wake per message: about a fifth of a sink's CPU).
+/// registration and a wake per message: about a fifth of a sink's CPU). A send is handed to the connection
+/// when `Producer::send` is called, not when it is polled, as long as the client has no memory budget
+/// (`memory_limit_bytes` 0, which pulsar-connect never sets): with one, a send waiting for the budget
+/// would be handed on only once it became the oldest.
 pub struct TopicWriter {
     topic: TopicName,
     producers: Vec<(TopicName, Producer)>,
