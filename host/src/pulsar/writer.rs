@@ -152,7 +152,6 @@ pub struct TopicWriter {
     queues: Vec<VecDeque<Queued>>,
     in_flight: usize,
     signal: Arc<ReceiptSignal>,
-    signal_waker: Waker,
     max_in_flight: usize,
     keep_failed: bool,
     failures: Vec<SendFailure>,
@@ -206,7 +205,6 @@ impl TopicWriter {
             })?;
             producers.push((t, p));
         }
-        let signal = Arc::new(ReceiptSignal::default());
         Ok(TopicWriter {
             topic,
             queues: producers.iter().map(|_| VecDeque::new()).collect(),
@@ -214,8 +212,7 @@ impl TopicWriter {
             compression,
             partitioned: partitions > 0,
             in_flight: 0,
-            signal_waker: Waker::from(signal.clone()),
-            signal,
+            signal: Arc::default(),
             max_in_flight: config.max_in_flight,
             keep_failed: false,
             failures: Vec::new(),
@@ -301,7 +298,10 @@ impl TopicWriter {
 
     /// Takes the receipts in from every queue when the signal says one may be in.
     fn collect(&mut self) {
-        if self.signal.ready.swap(false, Ordering::AcqRel) {
+        // Called per send: a plain load first, the read-modify-write only when the signal fired.
+        if self.signal.ready.load(Ordering::Acquire)
+            && self.signal.ready.swap(false, Ordering::AcqRel)
+        {
             for idx in 0..self.queues.len() {
                 self.drain(idx);
             }
@@ -311,7 +311,7 @@ impl TopicWriter {
     /// Records the receipts of producer `idx`'s oldest sends until one is still unacknowledged (which then
     /// holds the signal's waker). Returns how many were recorded.
     fn drain(&mut self, idx: usize) -> usize {
-        let waker = self.signal_waker.clone();
+        let waker = Waker::from(self.signal.clone());
         let mut cx = TaskContext::from_waker(&waker);
         let mut done = 0;
         while let Some(front) = self.queues[idx].front_mut() {
