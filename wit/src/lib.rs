@@ -1,4 +1,5 @@
 //! Rust guest SDK for pulsar-connect plugins.
+#![warn(missing_docs)]
 //!
 //! The WIT contract lives next to this file, frozen per version (`v0.1.0/`, `v0.2.0/`). A plugin crate depends
 //! on this crate with exactly one of the features `format` (the world `format@0.2.0`: changelog rows, several
@@ -8,6 +9,21 @@
 //! [`columns::read_rows`] (columns → rows), and [`messages`] for the flattened message batches.
 //! [`columns::Cols`] is the typed column builder underneath `BatchBuilder`, for decoders that push
 //! values straight into the columns (every built-in format does).
+//!
+//! [`testing`] has builders for a plugin's own unit tests (`cargo test`, natively).
+//!
+//! ## Using it from outside this repository
+//!
+//! The SDK is not published to crates.io; depend on it by path (a checkout of this repository) or by git:
+//!
+//! ```toml
+//! [dependencies]
+//! pulsar-connect-plugin = { path = "/path/to/pulsar-connect/wit", features = ["format"] }
+//! # or
+//! pulsar-connect-plugin = { git = "https://github.com/<owner>/pulsar-connect", features = ["format"] }
+//! ```
+//!
+//! `pulsar-connect plugins new` writes such a project; `docs/plugins.md` walks through it.
 //!
 //! ```ignore
 //! use pulsar_connect_plugin::prelude::*;
@@ -42,6 +58,7 @@ pub fn skipped(reason: impl std::fmt::Display) -> String {
 }
 
 #[cfg(feature = "format")]
+#[allow(missing_docs)]
 pub mod format {
     //! Generated bindings of the world `pulsar-connect:plugin/format@0.2.0`. (A plugin that stays on 0.1.0
     //! generates its bindings from `v0.1.0/` itself: the host keeps loading it.)
@@ -55,6 +72,7 @@ pub mod format {
 }
 
 #[cfg(feature = "router")]
+#[allow(missing_docs)]
 pub mod router {
     //! Generated bindings of the world `pulsar-connect:plugin/router@0.1.0`.
     wit_bindgen::generate!({
@@ -77,6 +95,8 @@ pub mod columns;
 pub mod messages;
 #[cfg(any(feature = "format", feature = "router"))]
 pub mod options;
+#[cfg(any(feature = "format", feature = "router"))]
+pub mod testing;
 #[cfg(feature = "format")]
 pub mod values;
 
@@ -88,6 +108,7 @@ pub mod log {
     #[cfg(all(feature = "router", not(feature = "format")))]
     use crate::router::pulsar_connect::plugin::log as wit_log;
 
+    /// The level of a log line.
     pub use wit_log::Level;
 
     /// Logs `message` with structured `fields`.
@@ -99,18 +120,22 @@ pub mod log {
         wit_log::log(level, message, &fields);
     }
 
+    /// Logs `message` at debug level.
     pub fn debug(message: &str) {
         log(Level::Debug, message, &[]);
     }
 
+    /// Logs `message` at info level.
     pub fn info(message: &str) {
         log(Level::Info, message, &[]);
     }
 
+    /// Logs `message` at warn level.
     pub fn warn(message: &str) {
         log(Level::Warn, message, &[]);
     }
 
+    /// Logs `message` at error level.
     pub fn error(message: &str) {
         log(Level::Error, message, &[]);
     }

@@ -58,6 +58,7 @@ macro_rules! key_iter {
 }
 
 #[cfg(feature = "router")]
+/// Key and property batches of the `router` world.
 pub mod router_keys {
     key_iter!(crate::router::pulsar_connect::plugin::types);
 }
@@ -66,6 +67,7 @@ pub use router_keys::keys;
 #[cfg(feature = "router")]
 pub use router_keys::properties as router_properties;
 
+/// Message batches of the `format` world.
 #[cfg(feature = "format")]
 pub mod format_messages {
     key_iter!(crate::format::pulsar_connect::plugin::types);
@@ -73,8 +75,11 @@ pub mod format_messages {
     /// One message of a batch.
     #[derive(Debug, Clone, Copy)]
     pub struct Message<'a> {
+        /// The message's index in its batch (row errors name it).
         pub index: usize,
+        /// The payload (empty for an empty or null payload).
         pub payload: &'a [u8],
+        /// The key, `None` for a message without one.
         pub key: Option<&'a [u8]>,
         /// Event time in milliseconds since the epoch, if the producer set one.
         pub event_time: Option<i64>,

@@ -5,13 +5,21 @@
 /// microseconds, 7..9 nanoseconds).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// SQL NULL.
     Null,
+    /// BOOLEAN.
     Bool(bool),
+    /// TINYINT.
     I8(i8),
+    /// SMALLINT.
     I16(i16),
+    /// INT.
     I32(i32),
+    /// BIGINT.
     I64(i64),
+    /// FLOAT.
     F32(f32),
+    /// DOUBLE.
     F64(f64),
     /// The unscaled value of a DECIMAL(p, s): 12.34 in DECIMAL(5, 2) is `Decimal(1234)`.
     Decimal(i128),
@@ -25,12 +33,16 @@ pub enum Value {
     Time(i64),
     /// TIMESTAMP(p) or TIMESTAMP_LTZ(p): since 1970-01-01T00:00 in the precision's unit.
     Timestamp(i64),
+    /// ARRAY: the elements.
     Array(Vec<Value>),
+    /// MAP: the (key, value) entries in order.
     Map(Vec<(Value, Value)>),
+    /// ROW: the field values in declared order.
     Row(Vec<Value>),
 }
 
 impl Value {
+    /// Whether this is [`Value::Null`].
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }

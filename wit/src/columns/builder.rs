@@ -6,32 +6,53 @@ use crate::format::pulsar_connect::plugin::types::{
     ByteColumn, Column, ColumnBatch, ColumnData, DataType, ListColumn, MapColumn, RowType,
 };
 
+/// The typed data of a column under construction (the WIT `column-data` cases).
 #[derive(Debug)]
 pub enum Data {
+    /// BOOLEAN: one bit per value, LSB first.
     Bits(Vec<u8>),
+    /// TINYINT.
     I8(Vec<i8>),
+    /// SMALLINT.
     I16(Vec<i16>),
+    /// INT, DATE, TIME(0..3).
     I32(Vec<i32>),
+    /// BIGINT, TIME(4..9), TIMESTAMP, TIMESTAMP_LTZ.
     I64(Vec<i64>),
+    /// FLOAT.
     F32(Vec<f32>),
+    /// DOUBLE.
     F64(Vec<f64>),
+    /// DECIMAL: the unscaled i128 as two words per value (low, high).
     Dec(Vec<u64>),
+    /// CHAR / VARCHAR / BINARY / VARBINARY: value i is `data[offsets[i]..offsets[i + 1]]`.
     Bytes {
+        /// The values' bytes, concatenated.
         data: Vec<u8>,
+        /// One offset per value plus a leading 0.
         offsets: Vec<u32>,
     },
+    /// ARRAY: the elements of value i are `offsets[i]..offsets[i + 1]` of the child column.
     List {
+        /// One offset per value plus a leading 0.
         offsets: Vec<u32>,
+        /// The index of the element column in [`Cols::cols`].
         child: usize,
     },
+    /// MAP: entries of value i are `offsets[i]..offsets[i + 1]` of the key and value columns.
     Map {
+        /// One offset per value plus a leading 0.
         offsets: Vec<u32>,
+        /// The index of the key column in [`Cols::cols`].
         keys: usize,
+        /// The index of the value column in [`Cols::cols`].
         values: usize,
     },
+    /// ROW: the indexes of the field columns in [`Cols::cols`].
     Row(Vec<usize>),
 }
 
+/// One column under construction.
 #[derive(Debug)]
 pub struct Col {
     /// Index into the row type's `types`.
@@ -41,6 +62,7 @@ pub struct Col {
     validity: Vec<u8>,
     nulls: bool,
     len: usize,
+    /// The values so far.
     pub data: Data,
 }
 
@@ -62,6 +84,7 @@ impl Col {
 /// their parents say) and calls [`Cols::end_row`], or [`Cols::rollback`] to drop a half-built row.
 #[derive(Debug)]
 pub struct Cols {
+    /// Every column: the top-level ones first, nested children after their parents.
     pub cols: Vec<Col>,
     rows: usize,
     top: usize,
@@ -231,6 +254,7 @@ impl Cols {
         self.cols[c].len
     }
 
+    /// Whether no row has been ended yet.
     pub fn is_empty(&self) -> bool {
         self.rows == 0
     }
@@ -347,6 +371,7 @@ impl Cols {
         }
     }
 
+    /// Pushes a BOOLEAN value into column `c`.
     #[inline]
     pub fn push_bool(&mut self, c: usize, v: bool) {
         let col = self.valid(c, true);
@@ -356,6 +381,7 @@ impl Cols {
         }
     }
 
+    /// Pushes a TINYINT value into column `c`.
     #[inline]
     pub fn push_i8(&mut self, c: usize, v: i8) {
         if let Data::I8(d) = &mut self.valid(c, true).data {
@@ -363,6 +389,7 @@ impl Cols {
         }
     }
 
+    /// Pushes a SMALLINT value into column `c`.
     #[inline]
     pub fn push_i16(&mut self, c: usize, v: i16) {
         if let Data::I16(d) = &mut self.valid(c, true).data {
@@ -370,6 +397,7 @@ impl Cols {
         }
     }
 
+    /// Pushes an INT (or DATE / TIME(0..3)) value into column `c`.
     #[inline]
     pub fn push_i32(&mut self, c: usize, v: i32) {
         if let Data::I32(d) = &mut self.valid(c, true).data {
@@ -377,6 +405,7 @@ impl Cols {
         }
     }
 
+    /// Pushes a BIGINT (or TIME(4..9) / TIMESTAMP) value into column `c`.
     #[inline]
     pub fn push_i64(&mut self, c: usize, v: i64) {
         if let Data::I64(d) = &mut self.valid(c, true).data {
@@ -396,6 +425,7 @@ impl Cols {
         }
     }
 
+    /// Pushes a FLOAT value into column `c`.
     #[inline]
     pub fn push_f32(&mut self, c: usize, v: f32) {
         if let Data::F32(d) = &mut self.valid(c, true).data {
@@ -403,6 +433,7 @@ impl Cols {
         }
     }
 
+    /// Pushes a DOUBLE value into column `c`.
     #[inline]
     pub fn push_f64(&mut self, c: usize, v: f64) {
         if let Data::F64(d) = &mut self.valid(c, true).data {
@@ -410,6 +441,7 @@ impl Cols {
         }
     }
 
+    /// Pushes the unscaled value of a DECIMAL into column `c`.
     #[inline]
     pub fn push_decimal(&mut self, c: usize, v: i128) {
         if let Data::Dec(d) = &mut self.valid(c, true).data {
@@ -418,6 +450,7 @@ impl Cols {
         }
     }
 
+    /// Pushes a string or binary value into column `c`.
     #[inline(always)]
     pub fn push_bytes(&mut self, c: usize, v: &[u8]) {
         if let Data::Bytes { data, offsets } = &mut self.valid(c, true).data {

@@ -14,6 +14,7 @@ pub struct BatchBuilder {
 }
 
 impl BatchBuilder {
+    /// A builder for rows of `row_type` (refused when the row type is malformed).
     pub fn new(row_type: &RowType) -> Result<Self, String> {
         validate_row_type(row_type)?;
         Ok(BatchBuilder {
@@ -28,6 +29,7 @@ impl BatchBuilder {
         self.cols.rows() as u32
     }
 
+    /// Whether no row has been pushed.
     pub fn is_empty(&self) -> bool {
         self.cols.is_empty()
     }
