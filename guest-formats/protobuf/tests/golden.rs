@@ -73,6 +73,12 @@ fn python_bytes_are_ours_and_decode_to_flinks_rows() {
                 same_row(&got, &expected),
                 "{what}: decoded\n ours   {got:?}\n python {expected:?}"
             );
+            let again = enc.encode(&batch(&rt, &[got])).expect(&what);
+            assert_eq!(
+                hex_of(payload(&again, 0)),
+                hex_of(&b64(v["decoded_base64"].as_str().unwrap())),
+                "{what}: the decoded row written again"
+            );
             checked += 1;
         }
     }
@@ -96,6 +102,13 @@ fn python_decode_cases() {
                     assert!(
                         same_row(&got, &want),
                         "{what}: ours {got:?}, python {want:?}"
+                    );
+                    let enc = protobuf_format::encoder_in(&vectors(), &opts, &rt).expect(&name);
+                    let again = enc.encode(&batch(&rt, &[got])).expect(&what);
+                    assert_eq!(
+                        hex_of(payload(&again, 0)),
+                        hex_of(&b64(c["row_base64"].as_str().unwrap())),
+                        "{what}: the row written again"
                     );
                 }
                 "null" => {

@@ -277,13 +277,22 @@ def vector(cls, name, columns, values, options, read_default):
     fill(msg, values, options.get("protobuf.write-null-string-literal", ""))
     payload = msg.SerializeToString(deterministic=True)
     back = cls.FromString(payload)
+    decoded = read(back, columns, read_default)
     return {
         "name": name,
         "values": values,
         "base64": base64.b64encode(payload).decode(),
         "hex": payload.hex(),
-        "decoded": read(back, columns, read_default),
+        "decoded": decoded,
+        # The decoded row written again: what decoding then encoding the payload must give.
+        "decoded_base64": reencoded(cls, decoded, options),
     }
+
+
+def reencoded(cls, row, options):
+    msg = cls()
+    fill(msg, row, options.get("protobuf.write-null-string-literal", ""))
+    return base64.b64encode(msg.SerializeToString(deterministic=True)).decode()
 
 
 def table(message, columns, options, vectors, cases=None):
@@ -312,14 +321,19 @@ def case(input_, payload, result, row=None, error=None):
          "result": result}
     if row is not None:
         c["row"] = row
+        c["row_base64"] = reencoded(CASES_CLASS[0], row, {})
     if error is not None:
         c["error"] = {"message": error}
     return c
 
 
+CASES_CLASS = []
+
+
 def vector_files(g3, g2):
     out = {}
     A = g3.AllTypes
+    CASES_CLASS[:] = [A]
     lit = {"protobuf.write-null-string-literal": "<null>"}
     out["all-types-proto3.json"] = table("pulsar_connect.golden.AllTypes", ALL3, {}, [
         vector(A, n, ALL3, v, {}, True)
