@@ -9,6 +9,7 @@
 
 mod decode;
 mod encode;
+mod java;
 mod schema;
 
 use std::path::{Component, Path};
@@ -24,6 +25,7 @@ pub use schema::Plan;
 pub const OPTIONS: &[&str] = &[
     "descriptor-file",
     "message-name",
+    "message-class-name",
     "ignore-parse-errors",
     "read-default-values",
     "write-null-string-literal",
@@ -61,15 +63,24 @@ impl Config {
                 )
             })?;
         let pool = load_pool(folder, file)?;
-        let name = option(options, "message-name")
-            .filter(|n| !n.is_empty())
-            .ok_or_else(|| {
-                config_error(
+        let name = option(options, "message-name").filter(|n| !n.is_empty());
+        let class = option(options, "message-class-name").filter(|n| !n.is_empty());
+        let message = match (name, class) {
+            (Some(name), None) => find_message(&pool, file, name)?,
+            (None, Some(class)) => java::find_class(&pool, file, class)?,
+            (Some(_), Some(_)) => {
+                return Err(config_error(
+                    Some("message-class-name"),
+                    "give either message-name (the protobuf name) or message-class-name (Flink's Java class name), not both",
+                ));
+            }
+            (None, None) => {
+                return Err(config_error(
                     Some("message-name"),
-                    "is required: the full name of the message type (package.Message)",
-                )
-            })?;
-        let message = find_message(&pool, file, name)?;
+                    "is required: the full name of the message type (package.Message), or Flink's message-class-name",
+                ));
+            }
+        };
         let ignore_parse_errors = bool_option(options, "ignore-parse-errors", false)?;
         let read_default_values = bool_option(options, "read-default-values", false)?
             || message.parent_file().syntax() == Syntax::Proto3;
@@ -212,6 +223,11 @@ pub fn encoder(options: &[(String, String)], row_type: &RowType) -> Result<Encod
 }
 
 impl Decoder {
+    /// The full name of the message type read.
+    pub fn message_name(&self) -> &str {
+        self.config.message.full_name()
+    }
+
     /// One row or one row error per message.
     pub fn decode(&self, messages: &MessageBatch) -> Result<DecodedBatch, String> {
         decode::decode_batch(&self.config, &self.row_type, messages)

@@ -281,3 +281,49 @@ fn oneof_members_the_last_non_null_wins() {
 fn hex_of(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+#[test]
+fn flinks_message_class_name_finds_the_message_of_the_generated_class() {
+    let rt = row_type(&[("id".into(), "BIGINT".into())]);
+    for (class, message) in [
+        // java_package + java_multiple_files.
+        (
+            "dev.pulsarconnect.golden.AllTypes",
+            "pulsar_connect.golden.AllTypes",
+        ),
+        // No Java options: the proto package and the outer class named after the file.
+        (
+            "pulsar_connect.golden2.Golden2$Record",
+            "pulsar_connect.golden2.Record",
+        ),
+        (
+            "pulsar_connect.golden2.Golden2.Item",
+            "pulsar_connect.golden2.Item",
+        ),
+    ] {
+        let cols = if message.ends_with("AllTypes") {
+            row_type(&[("f_int32".into(), "INT".into())])
+        } else if message.ends_with("Item") {
+            row_type(&[("x".into(), "INT".into())])
+        } else {
+            rt.clone()
+        };
+        let d = protobuf_format::decoder_in(
+            &vectors(),
+            &options(&[FILE, ("message-class-name", class)]),
+            &cols,
+        )
+        .unwrap_or_else(|e| panic!("{class}: {e:?}"));
+        assert_eq!(d.message_name(), message, "{class}");
+    }
+    let e = refused(
+        &[FILE, ("message-class-name", "com.example.Nope")],
+        &[("f_int32", "INT")],
+    );
+    assert_eq!(e.option.as_deref(), Some("message-class-name"));
+    assert!(
+        e.message.contains("generates the Java class `com.example.Nope` (its classes: dev.pulsarconnect.golden.AllTypes, "),
+        "{}",
+        e.message
+    );
+}
