@@ -137,6 +137,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             println!("installed {}", installed.display());
         }
     }
+    if args.sources.is_empty() {
+        // The Python and JavaScript examples (sdk/*/examples), with their own toolchains.
+        crate::plugin_langs::build_and_install(&out)?;
+    }
     println!("plugins built in {:.0} s", started.elapsed().as_secs_f64());
     Ok(())
 }

@@ -10,6 +10,7 @@ use xtask::{paths, python};
 mod bench;
 mod build_plugins;
 mod demo;
+mod plugin_langs;
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "pulsar-connect project tasks")]
@@ -35,6 +36,8 @@ enum Task {
     Bench(bench::BenchArgs),
     /// Build the guest crates (guest-formats/*, guest-routers/*) and install them as plugins.
     BuildPlugins(build_plugins::Args),
+    /// The Python and JavaScript SDKs' tests, their examples' and templates' (toolchains installed when missing).
+    SdkTest,
 }
 
 #[derive(Debug, Subcommand)]
@@ -108,6 +111,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Task::Bench(args) => bench::run(args, cargo),
         Task::BuildPlugins(args) => {
             build_plugins::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::SdkTest => {
+            plugin_langs::sdk_test()?;
             Ok(ExitCode::SUCCESS)
         }
     }
