@@ -30,6 +30,12 @@ KNOWN = {
                  "decimal-plain-number", "map-null-key-drop", "map-null-key-fail",
                  "map-null-key-literal-default", "map-null-key-literal"]
        for n in ["max-values", "min-values", "old-dates", "far-future"]},
+    # A NULL MAP key (row 18 of table.json): Arrow MAP keys are NOT NULL, so the host cannot hold the row
+    # (a table's MAP key is NOT NULL for the host, as it effectively is for Flink's tables).
+    **{(f, "map-null-key"): "a NULL MAP key: Arrow MAP keys are NOT NULL"
+       for f in ["default", "timestamp-sql", "timestamp-iso8601", "iso8601-literal-plain-number",
+                 "decimal-plain-number", "map-null-key-drop", "map-null-key-fail",
+                 "map-null-key-literal-default", "map-null-key-literal"]},
 }
 
 
