@@ -76,6 +76,16 @@ pub fn job_id(text: &str, pipeline_name: Option<&str>) -> String {
 /// Parses, resolves and plans a job. All errors are collected.
 pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors> {
     let statements = sql::parse_script(text).map_err(|e| JobErrors(vec![e.to_string()]))?;
+    load_statements(statements, text, registry).await
+}
+
+/// Resolves and plans statements already parsed (the SQL shell's session and its INSERT); `text` is what
+/// the job id is made from (all the statements' text).
+pub async fn load_statements(
+    statements: Vec<Statement>,
+    text: &str,
+    registry: &Registry,
+) -> Result<Job, JobErrors> {
     let catalog = catalog::build(&statements, registry)
         .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
     let setting_errors: Vec<String> = catalog

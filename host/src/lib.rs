@@ -13,3 +13,4 @@ pub mod plugins;
 pub mod pulsar;
 pub mod runtime;
 pub mod sql;
+pub mod terminal;

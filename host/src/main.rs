@@ -73,6 +73,23 @@ enum Command {
         drop: bool,
     },
     /// Inspect and validate a plugin directory.
+    /// An interactive SQL shell, as Flink's `sql-client.sh embedded`: SET, CREATE TABLE, SHOW TABLES,
+    /// DESCRIBE, SELECT (rows shown live; Ctrl-C stops the query), INSERT (a job in the background),
+    /// SHOW JOBS, STOP JOB. Exit codes with -f: 2 an invalid statement, 1 a job failed.
+    Sql {
+        /// Run this file's statements first, then read statements interactively.
+        #[arg(long, value_name = "FILE")]
+        init: Option<PathBuf>,
+        /// Run this file's statements and exit (its INSERT jobs run until they end or a signal stops them).
+        #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with = "init")]
+        file: Option<PathBuf>,
+        /// Checkpoint directory of INSERT jobs (overrides SET 'state.checkpoints.dir').
+        #[arg(long, env = "PULSAR_CONNECT_STATE_DIR")]
+        state_dir: Option<PathBuf>,
+        /// History file (default ~/.pulsar-connect_sql_history).
+        #[arg(long, env = "PULSAR_CONNECT_SQL_HISTORY")]
+        history: Option<PathBuf>,
+    },
     #[command(subcommand)]
     Plugins(pulsar_connect::cli::plugins::PluginsCommand),
     /// Generated documentation.
@@ -102,9 +119,10 @@ fn limit_malloc_arenas() {
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
-    init_tracing();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
+    // The SQL shell owns the terminal: only warnings and errors are logged there by default.
+    init_tracing(if matches!(cli.command, Command::Sql { .. }) { "warn" } else { "info" });
         .enable_all()
         .build()
     {
@@ -133,6 +151,11 @@ fn main() -> ExitCode {
             }
         },
         Command::Docs { what: DocsCommand::Options } => {
+        Command::Sql { init, file, state_dir, history } => pulsar_connect::cli::sql::main(
+            pulsar_connect::cli::sql::Options { init, file, state_dir, history },
+            registry,
+            &rt,
+        ),
             print!("{}", job::options_markdown(&registry));
             ExitCode::SUCCESS
         }
@@ -285,13 +308,13 @@ async fn signals(stop: tokio::sync::watch::Sender<bool>) {
     }
 }
 
-fn init_tracing() {
+fn init_tracing(default_level: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter =
-        EnvFilter::try_from_env("PULSAR_CONNECT_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("PULSAR_CONNECT_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(default_level));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
+        .with_ansi(pulsar_connect::terminal::is_terminal())
+        .with_writer(pulsar_connect::terminal::LogWriter)
         .init();
 }

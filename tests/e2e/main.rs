@@ -25,3 +25,4 @@ mod routers_wasm;
 mod routing_vectors;
 mod seek_rounds;
 mod shared;
+mod sql_shell;

@@ -12,4 +12,5 @@ mod options;
 mod seeds;
 mod sql_plan;
 mod sql_print;
+mod terminal;
 mod validation;

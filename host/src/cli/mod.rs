@@ -2,3 +2,4 @@
 
 pub mod plugins;
 pub mod subscriptions;
+pub mod sql;

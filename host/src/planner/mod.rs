@@ -176,6 +176,29 @@ pub async fn plan_job(
     }
 }
 
+/// The columns a bare query produces over the catalog's tables (the SQL shell's `SELECT`, which runs as
+/// a pipeline into a sink of exactly these columns), checked as an INSERT's query is.
+pub async fn query_schema(catalog: &Catalog, query: &str, qpos: Pos) -> Result<SchemaRef> {
+    let ctx = session();
+    register_tables(&ctx, catalog)?;
+    let state = ctx.state();
+    let plan = naming::plan_query(&state, query)
+        .await
+        .map_err(|e| anyhow!("{qpos}: SELECT: {}", short(&e)))?;
+    let plan = match stateful_node(&plan) {
+        None => state
+            .optimize(&plan)
+            .map_err(|e| anyhow!("{qpos}: SELECT: {}", short(&e)))?,
+        Some(_) => plan,
+    };
+    if let Some(what) = stateful_node(&plan) {
+        bail!(
+            "{qpos}: SELECT: {what} is not supported: pulsar-connect runs stateless queries only (projection, filter, CAST, scalar functions, computed columns), each batch processed on its own without state across rows"
+        );
+    }
+    Ok(Arc::new(plan.schema().as_arrow().clone()))
+}
+
 /// The first stateful node of a plan, with the reason it cannot run here.
 fn stateful_node(plan: &LogicalPlan) -> Option<String> {
     let mut found = None;

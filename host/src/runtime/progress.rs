@@ -1,14 +1,14 @@
 //! One-line live progress on a terminal (stderr): rates, totals, last checkpoint, the splits this process
-//! reads. Nothing when not a terminal.
+//! reads. Nothing when not a terminal. The line is the [`crate::terminal`]'s status line: log lines are
+//! written above it and it is redrawn below them.
 
-use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Metrics;
 
 pub fn spawn(metrics: Arc<Metrics>) -> Option<tokio::task::JoinHandle<()>> {
-    if !std::io::stderr().is_terminal() {
+    if !crate::terminal::is_terminal() {
         return None;
     }
     Some(tokio::spawn(async move {
@@ -24,7 +24,7 @@ pub fn spawn(metrics: Arc<Metrics>) -> Option<tokio::task::JoinHandle<()>> {
             let dt = last_t.elapsed().as_secs_f64().max(1e-3);
             let owned = Metrics::gauge_total(&metrics.owned_splits);
             let line = format!(
-                "\r\x1b[2K{:>5}s  in {} ({:.0}/s)  out {} ({:.0}/s)  checkpoints {} (last #{})  splits {}",
+                "{:>5}s  in {} ({:.0}/s)  out {} ({:.0}/s)  checkpoints {} (last #{})  splits {}",
                 start.elapsed().as_secs(),
                 rin,
                 (rin - last_in) as f64 / dt,
@@ -35,15 +35,11 @@ pub fn spawn(metrics: Arc<Metrics>) -> Option<tokio::task::JoinHandle<()>> {
                 owned
             );
             (last_in, last_out, last_t) = (rin, rout, Instant::now());
-            let mut e = std::io::stderr().lock();
-            let _ = e.write_all(line.as_bytes());
-            let _ = e.flush();
+            crate::terminal::set_status(&line);
         }
     }))
 }
 
 pub fn clear() {
-    if std::io::stderr().is_terminal() {
-        let _ = std::io::stderr().write_all(b"\r\x1b[2K");
-    }
+    crate::terminal::clear_status();
 }

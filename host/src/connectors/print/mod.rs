@@ -9,7 +9,6 @@ mod java_float;
 mod java_hash_map;
 mod java_time;
 
-use std::io::Write;
 use std::sync::LazyLock;
 
 use anyhow::{Context, Result};
@@ -112,13 +111,8 @@ impl PrintSink {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let res = if self.stderr {
-            let mut e = std::io::stderr().lock();
-            e.write_all(&self.buf).and_then(|_| e.flush())
-        } else {
-            let mut o = std::io::stdout().lock();
-            o.write_all(&self.buf).and_then(|_| o.flush())
-        };
+        // Through the terminal: a progress line on the same screen is redrawn below the rows.
+        let res = crate::terminal::write_output(&self.buf, self.stderr);
         self.buf.clear();
         res.context("print: writing to the output failed")
     }
