@@ -25,4 +25,5 @@ mod routers_wasm;
 mod routing_vectors;
 mod seek_rounds;
 mod shared;
+mod takeover;
 mod sql_shell;

@@ -4,7 +4,9 @@
 //! tables and (unless `--smoke`) writes them into BENCHMARKS.md between the `bench:begin` / `bench:end`
 //! markers. `--read-rounds N` runs only the repeated reads (`reads`: each single-partition reading job N
 //! times on fresh subscriptions, min / median / max); `--parallel-rounds N` only the parallel reads
-//! (`parallel`: a 4-partition topic by 1, 2 and 4 subtasks, by one and by two processes). `--latency-rounds N`
+//! (`parallel`: a 4-partition topic by 1, 2 and 4 subtasks, by one and by two processes); `--takeover-rounds N`
+//! only the take-over after a SIGKILL (`takeover`: three exactly-once processes, one killed, with
+//! `transaction-timeout` 1 min and 10 min; the full run has 3 rounds of it). `--latency-rounds N`
 //! runs the latency engines in N interleaved rounds (default 3, 1 with `--smoke`) and reports medians
 //! (`latency::render`).
 
@@ -13,6 +15,7 @@ mod latency;
 mod machine;
 mod parallel;
 mod reads;
+mod takeover;
 mod throughput;
 
 use std::fmt::Write as _;
@@ -68,6 +71,11 @@ pub struct BenchArgs {
     /// (BENCHMARKS.md untouched; the table is printed).
     #[arg(long)]
     pub parallel_rounds: Option<usize>,
+    /// Only the take-over: this many rounds of three processes copying exactly-once, one SIGKILLed,
+    /// with `transaction-timeout` 1 min and 10 min interleaved (BENCHMARKS.md untouched; the table is
+    /// printed). The full run has 3 rounds of it (1 round at 1 min with --smoke).
+    #[arg(long)]
+    pub takeover_rounds: Option<usize>,
 }
 
 /// One measured row of the table.
@@ -660,6 +668,17 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         );
         return Ok(std::process::ExitCode::SUCCESS);
     }
+    if let Some(rounds) = args.takeover_rounds {
+        let all = takeover::run(&ctx, run_id, rounds.max(1), &takeover::TIMEOUTS)?;
+        drop(broker);
+        println!(
+            "Command: `cargo xtask bench --takeover-rounds {rounds}`; 1-minute load average {load_before} before, {} after; CPU steal {}.\n\n{}",
+            load_average(),
+            CpuTicks::now().steal_since(ticks_before),
+            takeover::render(&all)
+        );
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     if let Some(rounds) = args.read_rounds {
         let all = reads::run(&ctx, run_id, rounds.max(1))?;
         drop(broker);
@@ -715,15 +734,27 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
     } else {
         Vec::new()
     };
+    let takeovers = if args.latency_only {
+        Vec::new()
+    } else if args.smoke {
+        takeover::run(&ctx, run_id, 1, &takeover::TIMEOUTS[..1])?
+    } else {
+        takeover::run(&ctx, run_id, rounds, &takeover::TIMEOUTS)?
+    };
     drop(broker);
     let load_after = load_average();
     let steal = CpuTicks::now().steal_since(ticks_before);
     eprintln!("CPU steal during the runs: {steal}");
     let table = format!(
-        "{}{}{}",
+        "{}{}{}{}",
         throughput::render(&all, &decode),
         instructions,
-        latency::render(&lat)
+        latency::render(&lat),
+        if takeovers.is_empty() {
+            String::new()
+        } else {
+            format!("\n{}", takeover::render(&takeovers))
+        }
     );
     println!("{table}");
     if !args.smoke && !args.latency_only {

@@ -14,11 +14,35 @@ pub struct PipelineContext {
     pub sink_dropped: prometheus::IntCounter,
     /// `pulsar_connect_source_owned_splits` of the INSERT's source table: the splits this process reads.
     pub owned_splits: prometheus::IntGauge,
+    /// `pulsar_connect_source_takeover_*` of the INSERT's source table: transactions of gone processes
+    /// this one ended (ADR 0023).
+    pub takeover: TakeoverMetrics,
     /// Where the INSERT's source and sink meet (see [`PipelineLink`]): one per sink subtask, shared by
     /// the source subtasks that feed it.
     pub link: Arc<PipelineLink>,
     /// Which of the INSERT's source (or sink) subtasks this instance is.
     pub subtask: Subtask,
+}
+
+/// A source's take-over metrics (ADR 0023).
+#[derive(Debug, Clone)]
+pub struct TakeoverMetrics {
+    /// Open transactions of processes gone from the subscription that this process aborted.
+    pub aborted: prometheus::IntCounter,
+    /// Seconds from seeing a process gone to the end of the last transaction it left open.
+    pub seconds: prometheus::Gauge,
+}
+
+impl TakeoverMetrics {
+    /// Registered nowhere.
+    pub fn detached() -> Self {
+        TakeoverMetrics {
+            aborted: prometheus::IntCounter::new("detached", "not registered")
+                .unwrap_or_else(|_| unreachable!("a valid metric name")),
+            seconds: prometheus::Gauge::new("detached", "not registered")
+                .unwrap_or_else(|_| unreachable!("a valid metric name")),
+        }
+    }
 }
 
 /// Subtask `index` of `count` (`0` of `1` without parallelism).
@@ -43,6 +67,7 @@ impl PipelineContext {
                 .unwrap_or_else(|_| unreachable!("a valid metric name")),
             owned_splits: prometheus::IntGauge::new("detached", "not registered")
                 .unwrap_or_else(|_| unreachable!("a valid metric name")),
+            takeover: TakeoverMetrics::detached(),
             link: Arc::new(PipelineLink::default()),
             subtask: Subtask::SOLE,
         }

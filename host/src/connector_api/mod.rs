@@ -29,7 +29,7 @@ use anyhow::Result;
 
 use crate::options::OptionSet;
 
-pub use context::{PipelineContext, PipelineLink, Subtask};
+pub use context::{PipelineContext, PipelineLink, Subtask, TakeoverMetrics};
 pub use settings::JobSettings;
 pub use sink::Sink;
 pub use source::{Source, SourcePoll};

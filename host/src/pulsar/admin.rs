@@ -207,6 +207,74 @@ pub async fn delete_subscription(
     .await
 }
 
+/// The names of the consumers connected to `subscription` of `topic`: a partitioned topic's parent
+/// (`GET .../partitioned-stats?perPartition=true`, every partition's consumers) or a topic without
+/// partitions (`GET .../stats`); none for a non-persistent topic.
+pub async fn subscription_consumers(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+    partitioned: bool,
+    subscription: &str,
+) -> Result<BTreeSet<String>> {
+    let Some(path) = persistent_path(topic) else {
+        return Ok(BTreeSet::new());
+    };
+    let stats = if partitioned {
+        format!("/admin/v2/persistent/{path}/partitioned-stats?perPartition=true")
+    } else {
+        format!("/admin/v2/persistent/{path}/stats")
+    };
+    let stats = get_json(admin_url, config, &stats).await?;
+    Ok(consumers_in_stats(&stats, subscription))
+}
+
+/// The consumer names of `subscription` in a topic's stats (and in each partition's, when listed).
+pub fn consumers_in_stats(stats: &serde_json::Value, subscription: &str) -> BTreeSet<String> {
+    let of = |stats: &serde_json::Value| -> Vec<String> {
+        stats["subscriptions"][subscription]["consumers"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .filter_map(|c| c["consumerName"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut names: BTreeSet<String> = of(stats).into_iter().collect();
+    if let Some(parts) = stats["partitions"].as_object() {
+        names.extend(parts.values().flat_map(of));
+    }
+    names
+}
+
+/// The backlog of `subscription` on a persistent topic (a partition or a topic without partitions), as
+/// the broker counts it (`msgBacklog` of `GET .../stats?getPreciseBacklog=true`: the messages after the
+/// subscription's mark-delete position, counted from the ledgers, not estimated); `None` for a
+/// non-persistent topic or when the subscription does not exist.
+pub async fn subscription_backlog(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+    subscription: &str,
+) -> Result<Option<u64>> {
+    let Some(path) = persistent_path(topic) else {
+        return Ok(None);
+    };
+    let stats = get_json(
+        admin_url,
+        config,
+        &format!("/admin/v2/persistent/{path}/stats?getPreciseBacklog=true"),
+    )
+    .await?;
+    Ok(backlog_in_stats(&stats, subscription))
+}
+
+/// `msgBacklog` of `subscription` in a topic's stats.
+pub fn backlog_in_stats(stats: &serde_json::Value, subscription: &str) -> Option<u64> {
+    stats["subscriptions"][subscription]["msgBacklog"].as_u64()
+}
+
 /// What a topic's internal stats say about retention.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LedgerStats {
@@ -379,6 +447,24 @@ mod tests {
             LedgerStats::from_json(&serde_json::json!({})),
             LedgerStats::default()
         );
+    }
+
+    #[test]
+    fn consumers_are_read_from_the_topic_and_its_partitions() {
+        let stats = serde_json::json!({
+            "subscriptions": {"job-sub": {"consumers": [{"consumerName": "a"}]},
+                              "other": {"consumers": [{"consumerName": "z"}]}},
+            "partitions": {
+                "persistent://public/default/in-partition-0":
+                    {"subscriptions": {"job-sub": {"consumers": [{"consumerName": "b"}, {"consumerName": "a"}]}}},
+                "persistent://public/default/in-partition-1": {"subscriptions": {}}
+            }
+        });
+        assert_eq!(
+            consumers_in_stats(&stats, "job-sub"),
+            BTreeSet::from(["a".to_owned(), "b".to_owned()])
+        );
+        assert!(consumers_in_stats(&stats, "missing").is_empty());
     }
 
     #[test]

@@ -203,7 +203,7 @@ impl SubscriptionKind {
 
 /// The consumer name of this process's consumers: the broker orders a Failover subscription's consumers by
 /// name to pick the active one per partition, so every process needs its own.
-fn consumer_name() -> &'static str {
+pub fn consumer_name() -> &'static str {
     static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     NAME.get_or_init(|| {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -31,6 +31,8 @@ pub struct Metrics {
     pub checkpoint_duration: Histogram,
     pub last_checkpoint_id: IntGauge,
     pub owned_splits: IntGaugeVec,
+    pub takeover_aborted: IntCounterVec,
+    pub takeover_seconds: prometheus::GaugeVec,
 }
 
 impl Metrics {
@@ -91,6 +93,18 @@ impl Metrics {
             &["table"],
         )?;
         registry.register(Box::new(owned_splits.clone()))?;
+        let takeover_aborted = vec(
+            "source_takeover_aborted_transactions_total",
+            "Open transactions of processes gone from a source table's subscription that this process aborted (take-over, ADR 0023)",
+        )?;
+        let takeover_seconds = prometheus::GaugeVec::new(
+            Opts::new(
+                "source_takeover_seconds",
+                "Seconds from seeing a process gone from a source table's subscription to the end of the last transaction it left open (the last take-over)",
+            ),
+            &["table"],
+        )?;
+        registry.register(Box::new(takeover_seconds.clone()))?;
         Ok(Arc::new(Metrics {
             registry,
             rows_in,
@@ -105,7 +119,17 @@ impl Metrics {
             checkpoint_duration,
             last_checkpoint_id,
             owned_splits,
+            takeover_aborted,
+            takeover_seconds,
         }))
+    }
+
+    /// The take-over metrics of source table `table`.
+    pub fn takeover(&self, table: &str) -> crate::connector_api::TakeoverMetrics {
+        crate::connector_api::TakeoverMetrics {
+            aborted: self.takeover_aborted.with_label_values(&[table]),
+            seconds: self.takeover_seconds.with_label_values(&[table]),
+        }
     }
 
     /// Exports the counters of every plugin `catalog` has loaded, labelled `plugin`, read at each

@@ -114,6 +114,7 @@ impl Pipelines {
             pipeline_id: plan.id.clone(),
             sink_dropped: run.metrics.sink_dropped.with_label_values(&[&sink_table]),
             owned_splits: run.metrics.owned_splits.with_label_values(&[&source_table]),
+            takeover: run.metrics.takeover(&source_table),
             link: link.clone(),
             subtask,
         };

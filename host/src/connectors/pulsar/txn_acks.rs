@@ -58,6 +58,9 @@ pub struct TxnAcks {
     recovered: watch::Sender<Option<Result<(), String>>>,
     /// Per checkpoint id: what the source had emitted when it took that checkpoint.
     positions: Mutex<BTreeMap<u64, Vec<SplitAck>>>,
+    /// The subscription name that records this process as the owner of each transaction the sink opens
+    /// ([`super::source::takeover::owner_tag`]); none outside a running source.
+    owner_tag: Option<String>,
 }
 
 impl Default for TxnAcks {
@@ -67,11 +70,26 @@ impl Default for TxnAcks {
             txn_timeout: Mutex::new(None),
             recovered: watch::channel(None).0,
             positions: Mutex::new(BTreeMap::new()),
+            owner_tag: None,
         }
     }
 }
 
 impl TxnAcks {
+    /// The hand-off of a source whose process registers `owner_tag` in each of the sink's transactions.
+    pub fn owned_by(owner_tag: String) -> Self {
+        TxnAcks {
+            owner_tag: Some(owner_tag),
+            ..TxnAcks::default()
+        }
+    }
+
+    /// The subscription name the sink registers (on its own topic) in every transaction it opens, so
+    /// that the survivors of this process can tell its transactions from those of live processes.
+    pub fn owner_tag(&self) -> Option<&str> {
+        self.owner_tag.as_deref()
+    }
+
     /// The sink takes over the source's acknowledgements; its transactions time out after `txn_timeout`.
     pub fn claim(&self, txn_timeout: std::time::Duration) {
         *self.txn_timeout.lock().unwrap_or_else(|e| e.into_inner()) = Some(txn_timeout);

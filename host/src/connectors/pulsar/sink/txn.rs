@@ -105,6 +105,11 @@ impl PulsarSink {
     pub(super) async fn open_txn(&mut self) -> Result<Transaction> {
         let timeout = self.txn_timeout();
         let table = self.spec.cfg.table.clone();
+        let owner_tag = self
+            .txn_acks
+            .as_ref()
+            .and_then(|a| a.owner_tag())
+            .map(str::to_owned);
         let run = self.running().await?;
         let txn = run.client.new_transaction(timeout).await.map_err(|e| {
             anyhow!("table '{table}': opening a transaction (is transactionCoordinatorEnabled=true on the broker?): {e}")
@@ -114,6 +119,17 @@ impl PulsarSink {
             .partition_topics()
             .map(|t| t.to_string())
             .collect();
+        // Linked: the owner is recorded in the transaction before anything is written or acknowledged in
+        // it (ADR 0023): a subscription named after this process on the sink's own first partition,
+        // where none exists (ending the transaction there is a no-op for the broker).
+        if let (Some(tag), Some(first)) = (owner_tag, topics.first()) {
+            run.client
+                .register_subscription_to_transaction(txn, first.clone(), tag)
+                .await
+                .map_err(|e| {
+                    anyhow!("table '{table}': recording this process as the owner of transaction {}: {e}", TxnRef(txn.id()))
+                })?;
+        }
         for t in topics {
             run.client
                 .register_partition_to_transaction(txn, t.clone())

@@ -143,9 +143,9 @@ pub(super) async fn connect(
         readers.push(reader);
     }
     if subtask.count > 1 {
-        info!(table = %cfg.table, splits = readers.len(), of = all.len() * ranges.len(), subtask = subtask.index, subtasks = subtask.count, subscription = %subscription, "reading");
+        info!(table = %cfg.table, splits = readers.len(), of = all.len() * ranges.len(), subtask = subtask.index, subtasks = subtask.count, subscription = %subscription, consumer = %crate::pulsar::reader::consumer_name(), "reading");
     } else {
-        info!(table = %cfg.table, splits = readers.len(), subscription = %subscription, "reading");
+        info!(table = %cfg.table, splits = readers.len(), subscription = %subscription, consumer = %crate::pulsar::reader::consumer_name(), "reading");
     }
     let interval = discovery_interval(cfg);
     // Discovery knows every split, so it reports only new ones (which `SplitOpening` filters).
@@ -165,6 +165,7 @@ pub(super) async fn connect(
         discovering: None,
         decoders: Some(decoders),
         decoding: None,
+        takeover: None,
     })
 }
 

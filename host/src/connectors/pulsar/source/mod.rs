@@ -22,8 +22,10 @@ mod assign;
 mod commit;
 mod connect;
 mod decode;
+mod lag;
 mod startup;
 mod subscriptions;
+pub mod takeover;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -81,6 +83,8 @@ struct Running {
     discovering: Option<Discovering>,
     decoders: Option<Decoders>,
     decoding: Option<JoinHandle<(Decoders, Result<Decoded>)>>,
+    /// Linked through a subscription several processes share: ends what gone processes left open.
+    takeover: Option<takeover::Takeover>,
 }
 
 enum Stage {
@@ -115,11 +119,20 @@ pub struct PulsarSource {
     /// metric that shows how many it reads.
     owned: Option<Vec<bool>>,
     owned_gauge: Option<prometheus::IntGauge>,
+    /// Which splits this subtask has and owns, and their lag ([`lag`] polls it), for the runtime.
+    partitions: Arc<crate::connector_api::PartitionBoard>,
+    lag: Option<lag::LagPoller>,
+    /// `pulsar_connect_source_skipped_messages_total` of the table.
+    skipped_counter: Option<prometheus::IntCounter>,
     /// Which of the INSERT's source subtasks this is (it reads the splits [`assign`] gives it).
     subtask: Subtask,
     /// Linked through a Failover subscription: when the active readers next ask the broker to dispatch
     /// again what timed-out transactions released ([`SplitReader::rewind`]).
     next_rewind: Option<Instant>,
+    takeover_metrics: crate::connector_api::TakeoverMetrics,
+    /// Failover: splits this process became the active reader of since the last take-over began, with
+    /// when (their first rows are logged).
+    taken_over: BTreeMap<String, Instant>,
 }
 
 impl PulsarSource {
@@ -143,8 +156,13 @@ impl PulsarSource {
             published: BTreeMap::new(),
             owned: None,
             owned_gauge: None,
+            partitions: Arc::default(),
+            lag: None,
+            skipped_counter: None,
             subtask: Subtask::SOLE,
             next_rewind: None,
+            takeover_metrics: crate::connector_api::TakeoverMetrics::detached(),
+            taken_over: BTreeMap::new(),
         }
     }
 
@@ -166,6 +184,15 @@ impl PulsarSource {
             return;
         }
         let now: Vec<bool> = readers.iter().map(owns).collect();
+        self.partitions
+            .set_owned(readers.iter().zip(&now).map(|(r, owned)| {
+                let split = r.split();
+                let topic = split
+                    .topic
+                    .partition_of()
+                    .map_or_else(|| split.topic.to_string(), |(t, _)| t.to_string());
+                (r.key(), topic, split.partition, *owned)
+            }));
         let names: Vec<String> = readers
             .iter()
             .filter(|r| owns(r))
@@ -180,10 +207,54 @@ impl PulsarSource {
             g.add(names.len() as i64 - before as i64);
         }
         let total = readers.len();
+        // Failover, linked: splits that moved here (not the first look) have their first rows logged.
+        if failover
+            && run.takeover.is_some()
+            && let Some(was) = &self.owned
+        {
+            let at = Instant::now();
+            for (i, r) in readers.iter().enumerate() {
+                if now[i] && !was.get(i).copied().unwrap_or(false) {
+                    self.taken_over.insert(r.key(), at);
+                }
+            }
+        }
         if self.spec.cfg.source.subscription_kind != SubscriptionKind::Exclusive {
             info!(table = %self.spec.cfg.table, owned = names.len(), of = total, splits = ?names, subscription = %self.subscription, "this process now reads {} of the {total} splits", names.len());
         }
         self.owned = Some(now);
+    }
+
+    /// Linked to an exactly-once sink through a subscription other processes share: the watcher that
+    /// ends what gone processes left open (ADR 0023). Needs the admin API.
+    fn watch_takeovers(&self, run: &Running) -> Option<takeover::Takeover> {
+        let cfg = &self.spec.cfg;
+        if cfg.source.subscription_kind == SubscriptionKind::Exclusive || self.linked().is_none() {
+            return None;
+        }
+        let Some(admin_url) = cfg.admin_url.clone() else {
+            warn!(table = %cfg.table, "without an 'admin-url' a process that dies leaves its open transaction holding its partitions until 'transaction-timeout' passes (with one, the survivors end it within seconds)");
+            return None;
+        };
+        let mut topics: Vec<(crate::pulsar::topics::TopicName, bool)> = run
+            .splits
+            .readers()
+            .iter()
+            .map(|r| match r.split().topic.partition_of() {
+                Some((parent, _)) => (parent, true),
+                None => (r.split().topic.clone(), false),
+            })
+            .collect();
+        topics.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        topics.dedup_by(|a, b| a.0.as_str() == b.0.as_str());
+        Some(takeover::spawn(takeover::Watched {
+            cfg: cfg.clone(),
+            admin_url,
+            subscription: self.subscription.clone(),
+            topics,
+            me: crate::pulsar::reader::consumer_name().to_owned(),
+            metrics: self.takeover_metrics.clone(),
+        }))
     }
 
     /// The acknowledgements go into the sink's transactions.
@@ -206,7 +277,12 @@ impl PulsarSource {
         let period = acks.txn_timeout().unwrap_or(Duration::from_secs(60));
         let now = Instant::now();
         let due = *self.next_rewind.get_or_insert(now + period);
-        if now < due {
+        // The take-over watcher ended transactions of gone processes: what they held is released now.
+        let requested = run
+            .takeover
+            .as_ref()
+            .is_some_and(|t| t.signal.take_rewind());
+        if now < due && !requested {
             return;
         }
         self.next_rewind = Some(now + period);
@@ -238,11 +314,17 @@ impl PulsarSource {
                 Stage::Connecting(handle) => {
                     let joined = handle.await;
                     self.stage = Stage::Idle;
-                    let running = joined.map_err(|e| anyhow!("connecting task failed: {e}"))??;
+                    let mut running =
+                        joined.map_err(|e| anyhow!("connecting task failed: {e}"))??;
                     for r in running.splits.readers() {
                         self.emitted.entry(r.key()).or_insert_with(|| r.position());
                     }
+                    running.takeover = self.watch_takeovers(&running);
                     self.stage = Stage::Running(Box::new(running));
+                    if self.lag.is_none() {
+                        self.lag =
+                            lag::spawn(&self.spec.cfg, &self.subscription, self.partitions.clone());
+                    }
                 }
                 Stage::Running(_) => break,
             }
@@ -258,6 +340,9 @@ impl PulsarSource {
 impl Source for PulsarSource {
     fn set_context(&mut self, ctx: &PipelineContext) {
         self.owned_gauge = Some(ctx.owned_splits.clone());
+        self.partitions = ctx.partitions.clone();
+        self.skipped_counter = Some(ctx.source_skipped.clone());
+        self.takeover_metrics = ctx.takeover.clone();
         self.subtask = ctx.subtask;
         if !matches!(
             self.spec.cfg.source.startup,
@@ -280,8 +365,11 @@ impl Source for PulsarSource {
         if kind != SubscriptionKind::Exclusive
             || (self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none())
         {
-            // Shared with the other source subtasks that feed the same sink subtask.
-            self.txn_acks = Some(ctx.link.offer_shared(TxnAcks::default));
+            // Shared with the other source subtasks that feed the same sink subtask; the sink records this
+            // process as the owner of its transactions (ADR 0023).
+            let tag =
+                takeover::owner_tag(&self.subscription, crate::pulsar::reader::consumer_name());
+            self.txn_acks = Some(ctx.link.offer_shared(|| TxnAcks::owned_by(tag)));
         }
     }
 
@@ -401,6 +489,9 @@ impl Source for PulsarSource {
         let decoded = decoded?;
         if decoded.skipped > 0 {
             self.skipped += decoded.skipped;
+            if let Some(c) = &self.skipped_counter {
+                c.inc_by(decoded.skipped);
+            }
             warn!(table = %table, skipped = decoded.skipped, total_skipped = self.skipped, "skipped messages the format could not decode (ignore-parse-errors)");
         }
         if let Some(through) = decoded.through {
@@ -411,6 +502,13 @@ impl Source for PulsarSource {
                 .entry(decoded.split.clone())
                 .or_default()
                 .extend(decoded.entries);
+        }
+        if !self.taken_over.is_empty()
+            && decoded.batch.num_rows() > 0
+            && let Some(at) = self.taken_over.remove(&decoded.split)
+        {
+            let secs = at.elapsed().as_secs_f64();
+            info!(table = %table, split = %decoded.split, seconds = format!("{secs:.1}"), "first rows of a split this process took over, {secs:.1} s after it moved here");
         }
         self.emitted.insert(decoded.split, decoded.position);
         Ok(SourcePoll::Batch(decoded.batch))
@@ -452,6 +550,7 @@ impl Source for PulsarSource {
     }
 
     async fn close(&mut self) -> Result<()> {
+        self.lag = None;
         match std::mem::replace(&mut self.stage, Stage::Idle) {
             Stage::Running(run) => {
                 let run = *run;

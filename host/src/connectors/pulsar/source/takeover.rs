@@ -1,0 +1,417 @@
+//! Take-over after a process dies (ADR 0023): the survivors end what the dead owner left open.
+//!
+//! A source linked to an exactly-once sink through a subscription that several processes share
+//! (`Failover`, `Shared`, `Key_Shared`) acknowledges inside the sink's transactions. A process that dies
+//! leaves its open transaction holding those acknowledgements (the broker dispatches the messages to no
+//! one) and its uncommitted output (which holds back every read-committed reader of the output topic):
+//! both wait until the coordinator times the transaction out. Instead:
+//!
+//! - **Owners are recorded in the transaction.** The sink registers, in every transaction it opens and
+//!   before it writes or acknowledges anything in it, a subscription named [`owner_tag`] (the source's
+//!   subscription, `.owner.`, this process's consumer name) on its own topic, where no such subscription
+//!   exists. The coordinator keeps it with the transaction (the admin API lists it among the
+//!   transaction's acknowledged partitions); ending the transaction on a subscription that does not exist
+//!   is a no-op for the broker. Nothing is written anywhere else, and the record ends with the transaction.
+//! - **A process is alive while its consumers are connected.** Every process subscribes to every split
+//!   under its consumer name, so the subscription's consumers (the topic's stats) are the live owners. A
+//!   process stopped by SIGSTOP or cut off keeps its connection (and so its transactions) until the broker
+//!   closes it for missed keep-alives; only then does it lose its partitions and count as gone.
+//! - **The watcher** ([`spawn`]) polls the subscription's consumers every [`POLL`]. At start and whenever
+//!   a consumer left, it lists the open transactions; one whose owner has been missing for [`GRACE`]
+//!   (two polls, so a reconnect is not a death) is aborted through the coordinator. Its acknowledgements
+//!   come back to the subscription and its output is dropped; the rows are copied again by the partition's
+//!   new owner. With `Failover` the active readers then ask the broker to dispatch again what no
+//!   transaction holds (the single-active-consumer dispatcher does not resend released messages).
+//!
+//! Aborting is always safe for the data: the coordinator ends a transaction once, so an owner that did
+//! commit first keeps its commit, and one that tries to commit after the abort fails that checkpoint and
+//! reads again from the cursor.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::connector_api::TakeoverMetrics;
+use crate::connectors::pulsar::config::PulsarTableConfig;
+use crate::pulsar::admin::{self, OpenTransaction, SlowTransactions};
+use crate::pulsar::topics::TopicName;
+use crate::pulsar::transactions::{EndOutcome, TxnCoordinator, TxnRef};
+
+/// How often the watcher looks at the subscription's consumers.
+pub const POLL: Duration = Duration::from_secs(1);
+/// How long an owner must be missing from the subscription before its transactions are aborted.
+pub const GRACE: Duration = Duration::from_millis(1500);
+/// Listings of open transactions after a consumer left (or at start): enough for [`GRACE`] to pass.
+const SWEEPS: u32 = 4;
+
+const OWNER: &str = ".owner.";
+
+/// The subscription name that records, in a transaction, which process owns it.
+pub fn owner_tag(subscription: &str, consumer: &str) -> String {
+    format!("{subscription}{OWNER}{consumer}")
+}
+
+/// The owner recorded by an [`owner_tag`] of `subscription`.
+pub fn tag_owner<'a>(tag: &'a str, subscription: &str) -> Option<&'a str> {
+    tag.strip_prefix(subscription)?
+        .strip_prefix(OWNER)
+        .filter(|o| !o.is_empty())
+}
+
+/// An open transaction a process of this job owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedTransaction {
+    pub id: (u64, u64),
+    pub owner: String,
+    /// The topics it acknowledged on the subscription (the partitions whose messages it holds).
+    pub holds: Vec<String>,
+}
+
+/// The open transactions tagged with an owner on `subscription` (any other transaction is not this job's
+/// and is never touched).
+pub fn owned_transactions(open: &[OpenTransaction], subscription: &str) -> Vec<OwnedTransaction> {
+    open.iter()
+        .filter_map(|t| {
+            let owner = t
+                .acked
+                .values()
+                .flatten()
+                .find_map(|sub| tag_owner(sub, subscription))?;
+            let holds = t
+                .acked
+                .iter()
+                .filter(|(_, subs)| subs.contains(subscription))
+                .map(|(topic, _)| topic.clone())
+                .collect();
+            Some(OwnedTransaction {
+                id: t.id,
+                owner: owner.to_owned(),
+                holds,
+            })
+        })
+        .collect()
+}
+
+/// When each owner of an open transaction was first seen missing from the subscription.
+#[derive(Debug, Default)]
+pub struct Absence {
+    since: BTreeMap<String, Instant>,
+}
+
+impl Absence {
+    /// `owners`: the owners of the open transactions now; `connected`: the subscription's consumers now.
+    /// Returns the owners missing for at least `grace` (gone); forgets owners that are back or own
+    /// nothing any more.
+    pub fn gone<'a>(
+        &mut self,
+        owners: impl IntoIterator<Item = &'a str>,
+        connected: &BTreeSet<String>,
+        now: Instant,
+        grace: Duration,
+    ) -> BTreeSet<String> {
+        let missing: BTreeSet<&str> = owners
+            .into_iter()
+            .filter(|o| !connected.contains(*o))
+            .collect();
+        self.since.retain(|o, _| missing.contains(o.as_str()));
+        missing
+            .into_iter()
+            .filter(|o| {
+                let since = *self.since.entry((*o).to_owned()).or_insert(now);
+                now.duration_since(since) >= grace
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.since.is_empty()
+    }
+}
+
+/// What the watcher tells the source.
+#[derive(Debug, Default)]
+pub struct Signal {
+    /// Failover: ask the broker to dispatch again to the active readers (transactions were ended).
+    rewind: AtomicBool,
+    /// When the last take-over began (a consumer of the subscription was seen gone).
+    lost: Mutex<Option<Instant>>,
+}
+
+impl Signal {
+    /// Whether the active readers should ask for released messages now (once per request).
+    pub fn take_rewind(&self) -> bool {
+        self.rewind.swap(false, Ordering::AcqRel)
+    }
+
+    /// When the owner loss that the next first row answers was seen (taken once).
+    pub fn take_lost(&self) -> Option<Instant> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn lost_now(&self, now: Instant) {
+        self.lost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(now);
+    }
+}
+
+/// The running watcher; stopped when dropped.
+pub struct Takeover {
+    handle: JoinHandle<()>,
+    pub signal: Arc<Signal>,
+}
+
+impl Drop for Takeover {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
+/// What the watcher watches.
+pub struct Watched {
+    pub cfg: Arc<PulsarTableConfig>,
+    pub admin_url: String,
+    pub subscription: String,
+    /// The topics whose consumers are the subscription's (a partitioned topic's parent with `true`).
+    pub topics: Vec<(TopicName, bool)>,
+    /// This process's consumer name (never gone while the watcher runs).
+    pub me: String,
+    pub metrics: TakeoverMetrics,
+}
+
+pub fn spawn(watched: Watched) -> Takeover {
+    let signal = Arc::new(Signal::default());
+    let handle = tokio::spawn(watch(watched, signal.clone()));
+    Takeover { handle, signal }
+}
+
+async fn watch(w: Watched, signal: Arc<Signal>) {
+    let table = w.cfg.table.clone();
+    let mut previous: Option<BTreeSet<String>> = None;
+    let mut sweeps = SWEEPS;
+    let mut absence = Absence::default();
+    let mut lost_at: Option<Instant> = None;
+    let mut ended_at: Option<Instant> = None;
+    let mut tc: Option<TxnCoordinator> = None;
+    let mut failing = false;
+    loop {
+        match connected(&w).await {
+            // Stats that miss this process's own consumers are not complete (a reconnect, a partition
+            // moving between brokers): nobody is declared gone on them.
+            Ok(now_connected) if now_connected.contains(&w.me) => {
+                failing = false;
+                let now = Instant::now();
+                if let Some(prev) = &previous {
+                    let left: Vec<&String> = prev.difference(&now_connected).collect();
+                    if !left.is_empty() {
+                        info!(table = %table, subscription = %w.subscription, consumers = ?left, "consumers left the subscription; ending what they left open once they stay away");
+                        sweeps = SWEEPS;
+                        lost_at.get_or_insert(now);
+                        signal.lost_now(now);
+                    }
+                }
+                previous = Some(now_connected.clone());
+                if sweeps > 0 || !absence.is_empty() {
+                    sweeps = sweeps.saturating_sub(1);
+                    match sweep(&w, &now_connected, &mut absence, &mut tc).await {
+                        Ok(ended) => {
+                            if ended > 0 {
+                                ended_at = Some(Instant::now());
+                            }
+                            // Failover: released messages are dispatched to the active consumer only on
+                            // request, whoever aborted the transaction.
+                            if ended > 0 || lost_at.is_some() {
+                                signal.rewind.store(true, Ordering::Release);
+                            }
+                        }
+                        Err(e) => warn!(table = %table, "take-over: {e:#}"),
+                    }
+                }
+                // The episode is over: report how long the gone owners' transactions held things up.
+                if sweeps == 0 && absence.is_empty() {
+                    if let Some(end) = ended_at.take() {
+                        let since = lost_at.unwrap_or(end);
+                        let secs = end.saturating_duration_since(since).as_secs_f64();
+                        w.metrics.seconds.set(secs);
+                        info!(table = %table, subscription = %w.subscription, seconds = format!("{secs:.1}"), "take-over done: the transactions gone processes left open are ended, {secs:.1} s after they were seen gone");
+                    }
+                    lost_at = None;
+                }
+            }
+            Ok(_) => {
+                debug!(table = %table, "the subscription's stats do not list this process yet")
+            }
+            Err(e) => {
+                if !failing {
+                    warn!(table = %table, subscription = %w.subscription, "take-over: reading the subscription's consumers: {e:#}");
+                }
+                failing = true;
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The subscription's consumers on every topic.
+async fn connected(w: &Watched) -> anyhow::Result<BTreeSet<String>> {
+    let mut names = BTreeSet::new();
+    for (topic, partitioned) in &w.topics {
+        names.extend(
+            admin::subscription_consumers(
+                &w.admin_url,
+                &w.cfg.client,
+                topic,
+                *partitioned,
+                &w.subscription,
+            )
+            .await?,
+        );
+    }
+    Ok(names)
+}
+
+/// Lists the open transactions and aborts those of owners gone for [`GRACE`]; returns how many of them
+/// ended (here or by another survivor).
+async fn sweep(
+    w: &Watched,
+    connected: &BTreeSet<String>,
+    absence: &mut Absence,
+    tc: &mut Option<TxnCoordinator>,
+) -> anyhow::Result<usize> {
+    let open = match admin::slow_transactions(&w.admin_url, &w.cfg.client).await? {
+        SlowTransactions::Listed(open) => open,
+        SlowTransactions::CoordinatorNotLoaded(e) => {
+            debug!(table = %w.cfg.table, "not every transaction coordinator is loaded yet: {e}");
+            return Ok(0);
+        }
+    };
+    let owned = owned_transactions(&open, &w.subscription);
+    let gone = absence.gone(
+        owned.iter().map(|t| t.owner.as_str()),
+        connected,
+        Instant::now(),
+        GRACE,
+    );
+    let mut ended = 0;
+    for t in owned.iter().filter(|t| gone.contains(&t.owner)) {
+        let coordinator = match tc {
+            Some(c) => c,
+            None => tc.insert(TxnCoordinator::connect(&w.cfg.client).await?),
+        };
+        let txn = TxnRef(magnetar::proto::TxnId::new(t.id.0, t.id.1));
+        match coordinator.abort(txn).await {
+            Ok(EndOutcome::Done) => {
+                w.metrics.aborted.inc();
+                info!(table = %w.cfg.table, txn = %txn, owner = %t.owner, holds = ?t.holds, subscription = %w.subscription, "took over from a process that is gone: aborted its open transaction (its acknowledgements return to the subscription, its output is dropped)");
+            }
+            Ok(EndOutcome::Unknown(why)) => {
+                debug!(table = %w.cfg.table, txn = %txn, "the gone owner's transaction already ended: {why}")
+            }
+            // Committing or aborting already (its owner, or another survivor, got there first).
+            Err(e) => {
+                debug!(table = %w.cfg.table, txn = %txn, "aborting the gone owner's transaction: {e:#}")
+            }
+        }
+        ended += 1;
+    }
+    Ok(ended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_name_their_owner_and_subscription() {
+        let tag = owner_tag("pulsar-connect-job-0-src", "pulsar-connect-host-1f-0a");
+        assert_eq!(
+            tag_owner(&tag, "pulsar-connect-job-0-src"),
+            Some("pulsar-connect-host-1f-0a")
+        );
+        assert_eq!(tag_owner(&tag, "pulsar-connect-job-0-sr"), None);
+        assert_eq!(
+            tag_owner("pulsar-connect-job-0-src", "pulsar-connect-job-0-src"),
+            None
+        );
+        assert_eq!(
+            tag_owner(
+                "pulsar-connect-job-0-src.owner.",
+                "pulsar-connect-job-0-src"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn only_tagged_transactions_of_the_subscription_are_owned() {
+        let slow = serde_json::json!({
+            "(0,3)": {"txnId": "(0,3)", "ackedPartitions": {
+                "persistent://public/default/in-partition-1": {"sub": {}},
+                "persistent://public/default/out-partition-0": {"sub.owner.p1": {}}}},
+            "(0,4)": {"txnId": "(0,4)", "ackedPartitions": {
+                "persistent://public/default/in-partition-1": {"sub": {}}}},
+            "(0,5)": {"txnId": "(0,5)", "ackedPartitions": {
+                "persistent://public/default/out-partition-0": {"other.owner.p1": {}}}},
+            "(0,6)": {"txnId": "(0,6)", "ackedPartitions": {
+                "persistent://public/default/out-partition-0": {"sub.owner.p2": {}}}}
+        });
+        let owned = owned_transactions(&admin::open_transactions(&slow), "sub");
+        assert_eq!(
+            owned,
+            vec![
+                OwnedTransaction {
+                    id: (0, 3),
+                    owner: "p1".into(),
+                    holds: vec!["persistent://public/default/in-partition-1".into()],
+                },
+                OwnedTransaction {
+                    id: (0, 6),
+                    owner: "p2".into(),
+                    holds: vec![],
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn an_owner_is_gone_only_after_missing_for_the_grace() {
+        let mut a = Absence::default();
+        let t0 = Instant::now();
+        let grace = Duration::from_secs(2);
+        let connected = BTreeSet::from(["alive".to_owned()]);
+        let owners = ["alive", "dead", "dead"];
+        assert!(a.gone(owners, &connected, t0, grace).is_empty());
+        assert!(!a.is_empty());
+        assert!(
+            a.gone(owners, &connected, t0 + Duration::from_secs(1), grace)
+                .is_empty()
+        );
+        assert_eq!(
+            a.gone(owners, &connected, t0 + Duration::from_secs(2), grace),
+            BTreeSet::from(["dead".to_owned()])
+        );
+        // Back before the grace ran out: its clock starts again when it next goes missing.
+        let both = BTreeSet::from(["alive".to_owned(), "dead".to_owned()]);
+        assert!(
+            a.gone(owners, &both, t0 + Duration::from_secs(3), grace)
+                .is_empty()
+        );
+        assert!(a.is_empty());
+        assert!(
+            a.gone(owners, &connected, t0 + Duration::from_secs(4), grace)
+                .is_empty()
+        );
+        // Nothing owned any more: forgotten.
+        assert!(
+            a.gone([], &connected, t0 + Duration::from_secs(9), grace)
+                .is_empty()
+        );
+        assert!(a.is_empty());
+    }
+}
