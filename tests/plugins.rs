@@ -4,8 +4,10 @@
 //! connector's golden output. One test binary (one link of DataFusion, wasmtime and magnetar, not five).
 
 mod plugin_dir;
+mod plugin_kit;
 mod plugin_roundtrip;
 mod plugin_sandbox;
+mod plugin_workflow;
 
 mod formats {
     mod changelog_wasm;

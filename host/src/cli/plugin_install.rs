@@ -56,7 +56,8 @@ pub fn with_sha256(text: &str, sha: &str) -> String {
 
 /// Installs `wasm` with `manifest` into `plugin_dir` (created if missing).
 pub fn install(wasm: &Path, manifest: &Path, plugin_dir: &Path) -> anyhow::Result<Installed> {
-    let bytes = std::fs::read(wasm).with_context(|| format!("reading the component {}", wasm.display()))?;
+    let bytes =
+        std::fs::read(wasm).with_context(|| format!("reading the component {}", wasm.display()))?;
     if wasmtime::Engine::detect_precompiled(&bytes).is_some() {
         bail!(
             "{} is precompiled wasmtime code, refused: install the .wasm component (the host compiles it)",
@@ -77,7 +78,8 @@ pub fn install(wasm: &Path, manifest: &Path, plugin_dir: &Path) -> anyhow::Resul
         .to_owned();
     let sha = hex::encode(Sha256::digest(&bytes));
     let text = with_sha256(&text, &sha);
-    let parsed = Manifest::parse(&text, &name).map_err(|e| anyhow!("{}: {e:#}", manifest.display()))?;
+    let parsed =
+        Manifest::parse(&text, &name).map_err(|e| anyhow!("{}: {e:#}", manifest.display()))?;
     std::fs::create_dir_all(plugin_dir)
         .with_context(|| format!("creating the plugin directory {}", plugin_dir.display()))?;
     let staging = plugin_dir.join(format!(".install-{name}-{}", std::process::id()));
@@ -102,7 +104,8 @@ fn stage_and_check(staging: &Path, name: &str, manifest: &str, wasm: &[u8]) -> a
         (format!("{name}.wasm"), wasm),
     ] {
         let path = folder.join(&file);
-        let mut f = std::fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
+        let mut f =
+            std::fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
@@ -126,7 +129,8 @@ fn swap_in(staged: &Path, target: &Path) -> anyhow::Result<bool> {
     }
     exchange(staged, target).with_context(|| format!("replacing {}", target.display()))?;
     // `staged` now holds the old install.
-    std::fs::remove_dir_all(staged).with_context(|| format!("removing the old install (now at {})", staged.display()))?;
+    std::fs::remove_dir_all(staged)
+        .with_context(|| format!("removing the old install (now at {})", staged.display()))?;
     Ok(true)
 }
 
@@ -170,7 +174,10 @@ mod tests {
     fn sha256_goes_before_the_first_table_or_replaces_the_old_one() {
         let sha = "ab".repeat(32);
         let t = with_sha256("# c\nname = \"x\"\n\n[limits]\nmemory-mib = 8\n", &sha);
-        assert_eq!(t, format!("# c\nname = \"x\"\n\nsha256 = \"{sha}\"\n[limits]\nmemory-mib = 8\n"));
+        assert_eq!(
+            t,
+            format!("# c\nname = \"x\"\n\nsha256 = \"{sha}\"\n[limits]\nmemory-mib = 8\n")
+        );
         let t = with_sha256("name = \"x\"\nsha256 = \"old\"\n", &sha);
         assert_eq!(t, format!("name = \"x\"\nsha256 = \"{sha}\"\n"));
         let t = with_sha256("name = \"x\"", &sha);

@@ -29,27 +29,60 @@ pub enum Sdk {
 /// The SDK folder of the source tree this binary was built from, if it is still there.
 pub fn built_from_sdk() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
-    dir.join("Cargo.toml").is_file().then(|| dir.canonicalize().ok()).flatten()
+    dir.join("Cargo.toml")
+        .is_file()
+        .then(|| dir.canonicalize().ok())
+        .flatten()
 }
 
 type Files = &'static [(&'static str, &'static str)];
 
 const RUST_FORMAT: Files = &[
-    ("Cargo.toml", include_str!("templates/rust-format/Cargo.toml")),
-    ("plugin.toml", include_str!("templates/rust-format/plugin.toml")),
-    ("src/lib.rs", include_str!("templates/rust-format/src/lib.rs")),
-    ("tests/vectors.jsonl", include_str!("templates/rust-format/tests/vectors.jsonl")),
+    (
+        "Cargo.toml",
+        include_str!("templates/rust-format/Cargo.toml"),
+    ),
+    (
+        "plugin.toml",
+        include_str!("templates/rust-format/plugin.toml"),
+    ),
+    (
+        "src/lib.rs",
+        include_str!("templates/rust-format/src/lib.rs"),
+    ),
+    (
+        "tests/vectors.jsonl",
+        include_str!("templates/rust-format/tests/vectors.jsonl"),
+    ),
     ("README.md", include_str!("templates/rust-format/README.md")),
-    (".gitignore", include_str!("templates/rust-format/gitignore")),
+    (
+        ".gitignore",
+        include_str!("templates/rust-format/gitignore"),
+    ),
 ];
 
 const RUST_ROUTER: Files = &[
-    ("Cargo.toml", include_str!("templates/rust-router/Cargo.toml")),
-    ("plugin.toml", include_str!("templates/rust-router/plugin.toml")),
-    ("src/lib.rs", include_str!("templates/rust-router/src/lib.rs")),
-    ("tests/vectors.jsonl", include_str!("templates/rust-router/tests/vectors.jsonl")),
+    (
+        "Cargo.toml",
+        include_str!("templates/rust-router/Cargo.toml"),
+    ),
+    (
+        "plugin.toml",
+        include_str!("templates/rust-router/plugin.toml"),
+    ),
+    (
+        "src/lib.rs",
+        include_str!("templates/rust-router/src/lib.rs"),
+    ),
+    (
+        "tests/vectors.jsonl",
+        include_str!("templates/rust-router/tests/vectors.jsonl"),
+    ),
     ("README.md", include_str!("templates/rust-router/README.md")),
-    (".gitignore", include_str!("templates/rust-router/gitignore")),
+    (
+        ".gitignore",
+        include_str!("templates/rust-router/gitignore"),
+    ),
 ];
 
 macro_rules! repo_file {
@@ -70,41 +103,92 @@ const WIT_ROUTER: Files = &[
 ];
 
 const PYTHON_SDK: Files = &[
-    ("pulsar_connect_plugin/__init__.py", repo_file!("sdk/python/pulsar_connect_plugin/__init__.py")),
-    ("pulsar_connect_plugin/columns.py", repo_file!("sdk/python/pulsar_connect_plugin/columns.py")),
-    ("pulsar_connect_plugin/format.py", repo_file!("sdk/python/pulsar_connect_plugin/format.py")),
-    ("pulsar_connect_plugin/router.py", repo_file!("sdk/python/pulsar_connect_plugin/router.py")),
+    (
+        "pulsar_connect_plugin/__init__.py",
+        repo_file!("sdk/python/pulsar_connect_plugin/__init__.py"),
+    ),
+    (
+        "pulsar_connect_plugin/columns.py",
+        repo_file!("sdk/python/pulsar_connect_plugin/columns.py"),
+    ),
+    (
+        "pulsar_connect_plugin/format.py",
+        repo_file!("sdk/python/pulsar_connect_plugin/format.py"),
+    ),
+    (
+        "pulsar_connect_plugin/router.py",
+        repo_file!("sdk/python/pulsar_connect_plugin/router.py"),
+    ),
 ];
 
 const PYTHON_FORMAT: Files = &[
     ("app.py", repo_file!("sdk/python/template/format/app.py")),
-    ("test_app.py", repo_file!("sdk/python/template/format/test_app.py")),
-    ("plugin.toml", repo_file!("sdk/python/template/format/plugin.toml")),
-    ("README.md", repo_file!("sdk/python/template/format/README.md")),
+    (
+        "test_app.py",
+        repo_file!("sdk/python/template/format/test_app.py"),
+    ),
+    (
+        "plugin.toml",
+        repo_file!("sdk/python/template/format/plugin.toml"),
+    ),
+    (
+        "README.md",
+        repo_file!("sdk/python/template/format/README.md"),
+    ),
 ];
 
 const PYTHON_ROUTER: Files = &[
     ("app.py", repo_file!("sdk/python/template/router/app.py")),
-    ("test_app.py", repo_file!("sdk/python/template/router/test_app.py")),
-    ("plugin.toml", repo_file!("sdk/python/template/router/plugin.toml")),
-    ("README.md", repo_file!("sdk/python/template/router/README.md")),
+    (
+        "test_app.py",
+        repo_file!("sdk/python/template/router/test_app.py"),
+    ),
+    (
+        "plugin.toml",
+        repo_file!("sdk/python/template/router/plugin.toml"),
+    ),
+    (
+        "README.md",
+        repo_file!("sdk/python/template/router/README.md"),
+    ),
 ];
 
-const JS_SDK: Files = &[("pulsar-connect-plugin.js", repo_file!("sdk/js/pulsar-connect-plugin.js"))];
+const JS_SDK: Files = &[(
+    "pulsar-connect-plugin.js",
+    repo_file!("sdk/js/pulsar-connect-plugin.js"),
+)];
 
 const JS_FORMAT: Files = &[
     ("app.js", repo_file!("sdk/js/template/format/app.js")),
-    ("app.test.mjs", repo_file!("sdk/js/template/format/app.test.mjs")),
-    ("package.json", repo_file!("sdk/js/template/format/package.json")),
-    ("plugin.toml", repo_file!("sdk/js/template/format/plugin.toml")),
+    (
+        "app.test.mjs",
+        repo_file!("sdk/js/template/format/app.test.mjs"),
+    ),
+    (
+        "package.json",
+        repo_file!("sdk/js/template/format/package.json"),
+    ),
+    (
+        "plugin.toml",
+        repo_file!("sdk/js/template/format/plugin.toml"),
+    ),
     ("README.md", repo_file!("sdk/js/template/format/README.md")),
 ];
 
 const JS_ROUTER: Files = &[
     ("app.js", repo_file!("sdk/js/template/router/app.js")),
-    ("app.test.mjs", repo_file!("sdk/js/template/router/app.test.mjs")),
-    ("package.json", repo_file!("sdk/js/template/router/package.json")),
-    ("plugin.toml", repo_file!("sdk/js/template/router/plugin.toml")),
+    (
+        "app.test.mjs",
+        repo_file!("sdk/js/template/router/app.test.mjs"),
+    ),
+    (
+        "package.json",
+        repo_file!("sdk/js/template/router/package.json"),
+    ),
+    (
+        "plugin.toml",
+        repo_file!("sdk/js/template/router/plugin.toml"),
+    ),
     ("README.md", repo_file!("sdk/js/template/router/README.md")),
 ];
 
@@ -151,7 +235,10 @@ pub fn new_project(
     }
     let folder = parent.join(name);
     if folder.exists() {
-        bail!("{} already exists: pick another name or folder", folder.display());
+        bail!(
+            "{} already exists: pick another name or folder",
+            folder.display()
+        );
     }
     let sdk_dep = match (lang, sdk) {
         (Lang::Rust, Some(sdk)) => {
@@ -171,7 +258,9 @@ pub fn new_project(
                 "the SDK this binary was built from is gone: pass --sdk-path <checkout>/wit or --sdk-git <repository URL>"
             ),
         },
-        (_, Some(_)) => bail!("--sdk-path and --sdk-git are for Rust projects (Python and JavaScript projects carry their SDK)"),
+        (_, Some(_)) => bail!(
+            "--sdk-path and --sdk-git are for Rust projects (Python and JavaScript projects carry their SDK)"
+        ),
         (_, None) => String::new(),
     };
     let crate_name = name.replace('-', "_");
@@ -252,8 +341,14 @@ mod tests {
             out.sort();
             out
         };
-        assert_eq!(names(PYTHON_FORMAT, ""), files("sdk/python/template/format"));
-        assert_eq!(names(PYTHON_ROUTER, ""), files("sdk/python/template/router"));
+        assert_eq!(
+            names(PYTHON_FORMAT, ""),
+            files("sdk/python/template/format")
+        );
+        assert_eq!(
+            names(PYTHON_ROUTER, ""),
+            files("sdk/python/template/router")
+        );
         assert_eq!(names(JS_FORMAT, ""), files("sdk/js/template/format"));
         assert_eq!(names(JS_ROUTER, ""), files("sdk/js/template/router"));
         assert_eq!(
@@ -271,12 +366,28 @@ mod tests {
             url: "https://example.invalid/pulsar-connect".into(),
             rev: Some("abc".into()),
         };
-        let dir = new_project(tmp.path(), "my-fmt", Kind::Format, Lang::Rust, Some(sdk.clone())).unwrap();
+        let dir = new_project(
+            tmp.path(),
+            "my-fmt",
+            Kind::Format,
+            Lang::Rust,
+            Some(sdk.clone()),
+        )
+        .unwrap();
         let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         assert!(cargo.contains(r#"pulsar-connect-plugin = { git = "https://example.invalid/pulsar-connect", rev = "abc", features = ["format"] }"#), "{cargo}");
-        assert!(std::fs::read_to_string(dir.join("README.md")).unwrap().contains("my_fmt.wasm"));
-        assert!(!std::fs::read_to_string(dir.join("src/lib.rs")).unwrap().contains("{{"));
-        let again = new_project(tmp.path(), "my-fmt", Kind::Format, Lang::Rust, Some(sdk)).unwrap_err();
+        assert!(
+            std::fs::read_to_string(dir.join("README.md"))
+                .unwrap()
+                .contains("my_fmt.wasm")
+        );
+        assert!(
+            !std::fs::read_to_string(dir.join("src/lib.rs"))
+                .unwrap()
+                .contains("{{")
+        );
+        let again =
+            new_project(tmp.path(), "my-fmt", Kind::Format, Lang::Rust, Some(sdk)).unwrap_err();
         assert!(again.to_string().contains("already exists"));
         assert!(new_project(tmp.path(), "My Fmt", Kind::Format, Lang::Rust, None).is_err());
         let py = new_project(tmp.path(), "py-router", Kind::Router, Lang::Python, None).unwrap();

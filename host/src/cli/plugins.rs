@@ -1,4 +1,4 @@
-//! `pulsar-connect plugins list|check`.
+//! `pulsar-connect plugins list|check|new|install|test`.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +26,63 @@ pub enum PluginsCommand {
         #[arg(long)]
         cache_dir: Option<PathBuf>,
     },
+    /// Scaffold a plugin project in a new folder NAME: manifest, code, unit tests, conformance vectors and
+    /// a README with the commands to build, test and install it (docs/plugins.md).
+    New {
+        /// format or router.
+        #[arg(long, value_parser = ["format", "router"])]
+        kind: String,
+        /// The plugin's name (lowercase letters, digits, `-`, `_`): the folder, the wasm file, the name in SQL.
+        name: String,
+        /// The project's language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: super::plugin_new::Lang,
+        /// Where to create the folder NAME (default: the working directory).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// Rust: the SDK as a path dependency, a pulsar-connect checkout's `wit/` folder (default: the one
+        /// this binary was built from).
+        #[arg(long, conflicts_with = "sdk_git")]
+        sdk_path: Option<PathBuf>,
+        /// Rust: the SDK as a git dependency, the URL of a pulsar-connect repository.
+        #[arg(long)]
+        sdk_git: Option<String>,
+        /// Rust: the commit (or tag) of --sdk-git.
+        #[arg(long, requires = "sdk_git")]
+        sdk_rev: Option<String>,
+    },
+    /// Check a built component against its manifest (world and version, imports, compilation), fill in
+    /// its sha256 and copy both into the plugin directory (replacing an older install in one step).
+    Install {
+        /// The component (`.wasm`).
+        wasm: PathBuf,
+        /// The plugin's manifest (its sha256 is filled in; the file itself is not changed).
+        #[arg(long)]
+        manifest: PathBuf,
+        /// The plugin directory (default: the `--plugin-dir` one).
+        #[arg(long)]
+        plugin_dir: Option<PathBuf>,
+    },
+    /// The conformance kit: run a plugin's vectors through the sandbox, then hostile inputs (random,
+    /// truncated, oversized: no trap, no deadline hit), and print the cost per message, the memory
+    /// high-water and the headroom to the manifest's limits. Exits non-zero on any failure.
+    Test {
+        /// The installed plugin's folder, `<plugin dir>/<name>`.
+        plugin: PathBuf,
+        /// The vector file (JSON lines, docs/plugins.md "Vector files"; default: vectors.jsonl in the
+        /// plugin's folder).
+        #[arg(long)]
+        vectors: Option<PathBuf>,
+        /// Seed of the hostile inputs.
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+        /// Random inputs of the hostile pass (besides the truncated and mutated vectors).
+        #[arg(long, default_value_t = 2000)]
+        random_inputs: usize,
+        /// Messages (rows, keys) per cost measurement (at most 3 s each).
+        #[arg(long, default_value_t = 50_000)]
+        cost_messages: usize,
+    },
 }
 
 /// Runs a `plugins` subcommand on its directory argument, else on the directory of `catalog` (the
@@ -37,6 +94,72 @@ pub fn run(command: PluginsCommand, catalog: &PluginCatalog) -> anyhow::Result<(
         PluginsCommand::Check { dir: d, cache_dir } => {
             check(&dir(d), cache_dir, &mut std::io::stdout())
         }
+        PluginsCommand::New {
+            kind,
+            name,
+            lang,
+            dir,
+            sdk_path,
+            sdk_git,
+            sdk_rev,
+        } => {
+            use super::plugin_new::{Sdk, new_project, next_steps};
+            let kind = if kind == "router" {
+                crate::plugins::Kind::Router
+            } else {
+                crate::plugins::Kind::Format
+            };
+            let sdk = match (sdk_path, sdk_git) {
+                (Some(p), _) => {
+                    Some(Sdk::Path(p.canonicalize().map_err(|e| {
+                        anyhow::anyhow!("--sdk-path {}: {e}", p.display())
+                    })?))
+                }
+                (None, Some(url)) => Some(Sdk::Git { url, rev: sdk_rev }),
+                (None, None) => None,
+            };
+            let folder = new_project(&dir, &name, kind, lang, sdk)?;
+            print!("{}", next_steps(&folder, &name, lang));
+            Ok(())
+        }
+        PluginsCommand::Install {
+            wasm,
+            manifest,
+            plugin_dir,
+        } => {
+            let i = super::plugin_install::install(&wasm, &manifest, &dir(plugin_dir))?;
+            println!(
+                "installed {} {} ({} {}, sha256 {}) into {}{}",
+                i.manifest.name,
+                i.manifest.version,
+                i.manifest.kind,
+                i.manifest.world,
+                i.manifest.sha256,
+                i.folder.display(),
+                if i.replaced {
+                    ", replacing the older install"
+                } else {
+                    ""
+                }
+            );
+            Ok(())
+        }
+        PluginsCommand::Test {
+            plugin,
+            vectors,
+            seed,
+            random_inputs,
+            cost_messages,
+        } => super::plugin_test::test(
+            &super::plugin_test::TestArgs {
+                plugin,
+                vectors,
+                seed,
+                random_inputs,
+                cost_messages,
+            },
+            &mut std::io::stdout(),
+        ),
     }
 }
 

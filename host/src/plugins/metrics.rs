@@ -14,6 +14,7 @@ pub struct PluginMetrics {
     row_errors: AtomicU64,
     traps: AtomicU64,
     instantiations: AtomicU64,
+    memory_peak: AtomicU64,
 }
 
 /// A snapshot of a plugin's counters, for the metrics layer.
@@ -35,6 +36,8 @@ pub struct PluginCounters {
     pub traps: u64,
     /// Instances created (the first ones and the replacements).
     pub instantiations: u64,
+    /// The largest linear memory any instance of the plugin has had, in bytes (its memory high-water).
+    pub memory_peak_bytes: u64,
 }
 
 impl PluginMetrics {
@@ -59,6 +62,11 @@ impl PluginMetrics {
         self.traps.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Notes an instance's memory size after a call (the high-water mark only grows).
+    pub fn record_memory(&self, bytes: usize) {
+        self.memory_peak.fetch_max(bytes as u64, Ordering::Relaxed);
+    }
+
     pub fn record_instantiation(&self) {
         self.instantiations.fetch_add(1, Ordering::Relaxed);
     }
@@ -73,6 +81,7 @@ impl PluginMetrics {
             row_errors: self.row_errors.load(Ordering::Relaxed),
             traps: self.traps.load(Ordering::Relaxed),
             instantiations: self.instantiations.load(Ordering::Relaxed),
+            memory_peak_bytes: self.memory_peak.load(Ordering::Relaxed),
         }
     }
 }

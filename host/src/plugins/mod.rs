@@ -11,6 +11,7 @@
 //! - [`format`], [`router`]: the typed facades the connectors use.
 //! - [`schema`], [`columns`], [`messages`]: Arrow ⇄ model conversion and batch builders.
 //! - [`metrics`]: per-plugin counters, exported by the runtime's metrics registry.
+//! - [`kit`]: the conformance kit of `plugins test` (vectors, hostile inputs, cost report).
 
 pub mod bindings;
 pub mod cache;
@@ -21,6 +22,7 @@ pub mod engine;
 pub mod error;
 pub mod format;
 pub mod instance;
+pub mod kit;
 pub mod loader;
 pub mod manifest;
 pub mod messages;

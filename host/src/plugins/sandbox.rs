@@ -40,6 +40,7 @@ impl<B> Sandbox<B> {
         let _running = shared.ticker.running();
         let bindings = instantiate(&mut store)
             .map_err(|e| PluginError::new(&*shared.name, Phase::Instantiate, anyhow!("{e:#}")))?;
+        shared.metrics.record_memory(store.data().limiter.peak);
         Ok(Sandbox { store, bindings })
     }
 
@@ -59,6 +60,7 @@ impl<B> Sandbox<B> {
         let running = shared.ticker.running();
         let result = f(&mut self.store, &self.bindings);
         drop(running);
+        shared.metrics.record_memory(self.store.data().limiter.peak);
         match result {
             Ok(value) => Ok(Called { value, started }),
             Err(e) => {

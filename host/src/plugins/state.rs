@@ -192,6 +192,8 @@ impl tokio::io::AsyncWrite for LogStream {
 pub struct Limiter {
     pub memory_bytes: usize,
     pub exceeded: Option<usize>,
+    /// The largest linear memory granted so far (the instance's memory high-water).
+    pub peak: usize,
 }
 
 impl ResourceLimiter for Limiter {
@@ -209,6 +211,7 @@ impl ResourceLimiter for Limiter {
                 self.memory_bytes >> 20
             )));
         }
+        self.peak = self.peak.max(desired);
         Ok(true)
     }
 
@@ -253,6 +256,7 @@ impl PluginState {
             limiter: Limiter {
                 memory_bytes,
                 exceeded: None,
+                peak: 0,
             },
             log,
         }

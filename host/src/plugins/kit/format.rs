@@ -10,10 +10,9 @@ use arrow::datatypes::{Schema, SchemaRef};
 use serde_json::{Map, Value as Json};
 
 use super::hostile::{self, Origin};
-use super::values::{column, render};
+use super::values::{column, field, render};
 use super::vectors::{Case, Decoded, Encoded, Section, VectorFile};
 use super::{Cost, KitConfig, Outcome, is_failure, show_bytes};
-use crate::connectors::pulsar::layout::plugin_field;
 use crate::plugins::loader::Plugin;
 use crate::plugins::messages::{MessageBatchBuilder, MessageRef};
 use crate::plugins::{Decoder, Encoder};
@@ -27,7 +26,10 @@ pub(super) fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mut corpus: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut cost_section: Option<(usize, Vec<Vec<u8>>, Vec<RecordBatch>)> = None;
+    // The section with the most decodable payloads measures decoding (and takes the hostile pass), the one
+    // with the most encodable rows encoding.
+    let mut decode_section: Option<(usize, Vec<Vec<u8>>)> = None;
+    let mut encode_section: Option<(usize, Vec<RecordBatch>)> = None;
     for (s, section) in file.sections.iter().enumerate() {
         let before = outcome.failures.len();
         let (payloads, rows) = run_section(plugin, file, section, outcome)?;
@@ -41,44 +43,45 @@ pub(super) fn run(
                 _ => {}
             }
         }
-        if cost_section
-            .as_ref()
-            .is_none_or(|(_, p, r)| p.len() + r.len() < payloads.len() + rows.len())
+        if section.config_error.is_none()
+            && decode_section
+                .as_ref()
+                .is_none_or(|(_, p)| p.len() < payloads.len())
         {
-            cost_section = Some((s, payloads, rows));
+            decode_section = Some((s, payloads));
+        }
+        if encode_section
+            .as_ref()
+            .is_none_or(|(_, r)| r.len() < rows.len())
+        {
+            encode_section = Some((s, rows));
         }
         writeln!(
             out,
             "section `{}` (line {}): {} vectors, {} failed",
             section.name,
             section.line,
-            section.vectors.len(),
+            section.vectors.len() + usize::from(section.config_error.is_some()),
             outcome.failures.len() - before
         )?;
     }
-    let Some((s, payloads, rows)) = cost_section else {
-        return Ok(());
-    };
-    let section = &file.sections[s];
-    if section.config_error.is_some() {
-        return Ok(());
-    }
-    let schema = schema_of(section);
-    let options = &section.options;
-    let decoder = Decoder::new(plugin, options, schema.clone());
-    let encoder = Encoder::new(plugin, options, schema.clone());
-    if let Ok(mut decoder) = decoder {
-        if !payloads.is_empty() {
-            outcome
-                .costs
-                .push(decode_cost(&mut decoder, &payloads, config, outcome)?);
+    if let Some((s, payloads)) = decode_section {
+        let section = &file.sections[s];
+        if let Ok(mut decoder) = Decoder::new(plugin, &section.options, schema_of(section)) {
+            if !payloads.is_empty() {
+                let cost = decode_cost(&mut decoder, &payloads, config, outcome)?;
+                outcome.costs.push(cost);
+            }
+            hostile_pass(&mut decoder, &corpus, config, outcome);
         }
-        hostile_pass(&mut decoder, &corpus, config, outcome);
     }
-    if let (Ok(mut encoder), false) = (encoder, rows.is_empty()) {
-        outcome
-            .costs
-            .push(encode_cost(&mut encoder, &schema, &rows, config, outcome)?);
+    if let Some((s, rows)) = encode_section.filter(|(_, r)| !r.is_empty()) {
+        let section = &file.sections[s];
+        let schema = schema_of(section);
+        if let Ok(mut encoder) = Encoder::new(plugin, &section.options, schema.clone()) {
+            let cost = encode_cost(&mut encoder, &schema, &rows, config, outcome)?;
+            outcome.costs.push(cost);
+        }
     }
     Ok(())
 }
@@ -88,7 +91,7 @@ fn schema_of(section: &Section) -> SchemaRef {
         section
             .columns
             .iter()
-            .map(|(n, t)| plugin_field(n, t))
+            .map(|(n, t)| field(n, t))
             .collect::<Vec<_>>(),
     ))
 }
@@ -122,7 +125,10 @@ fn run_section(
         }
         return Ok((Vec::new(), Vec::new()));
     }
-    let (mut decoder, mut encoder) = (decoder.map_err(|e| e.to_string()), encoder.map_err(|e| e.to_string()));
+    let (mut decoder, mut encoder) = (
+        decoder.map_err(|e| e.to_string()),
+        encoder.map_err(|e| e.to_string()),
+    );
     let mut payloads = Vec::new();
     let mut rows = Vec::new();
     for v in &section.vectors {
@@ -186,7 +192,10 @@ fn decode_check(
                 e.reason
             )
         } else {
-            format!("{rows} rows: {}", describe_rows(&decoded.batch, decoded.kinds.as_deref()))
+            format!(
+                "{rows} rows: {}",
+                describe_rows(&decoded.batch, decoded.kinds.as_deref())
+            )
         }
     };
     match expect {
@@ -210,18 +219,19 @@ fn decode_check(
                 return Err(format!("expected {} rows, got {}", want.len(), got()));
             }
             for (j, (kind, row)) in want.iter().enumerate() {
-                let got_kind = decoded
-                    .kinds
-                    .as_ref()
-                    .map_or("+I", |k| k[j].short_string());
+                let got_kind = decoded.kinds.as_ref().map_or("+I", |k| k[j].short_string());
                 let want_kind = kind.as_deref().unwrap_or("+I");
                 if got_kind != want_kind {
-                    return Err(format!("row {j}: expected kind {want_kind}, got {got_kind}"));
+                    return Err(format!(
+                        "row {j}: expected kind {want_kind}, got {got_kind}"
+                    ));
                 }
                 let mut diffs = Vec::new();
                 for (name, value) in row {
                     let Some(c) = section.columns.iter().position(|(n, _)| n == name) else {
-                        return Err(format!("the vector names column `{name}`, which the header does not declare"));
+                        return Err(format!(
+                            "the vector names column `{name}`, which the header does not declare"
+                        ));
                     };
                     let want = column(&section.columns[c].1, &[Some(value)])
                         .map_err(|e| format!("expected value of `{name}`: {e:#}"))?;
@@ -260,14 +270,25 @@ fn describe_rows(batch: &RecordBatch, kinds: Option<&[RowKind]>) -> String {
 }
 
 /// The one-row batch of an encode vector.
-fn row_batch(schema: &SchemaRef, section: &Section, row: &Map<String, Json>) -> Result<RecordBatch, String> {
-    if let Some(k) = row.keys().find(|k| !section.columns.iter().any(|(n, _)| n == *k)) {
-        return Err(format!("the row names column `{k}`, which the header does not declare"));
+fn row_batch(
+    schema: &SchemaRef,
+    section: &Section,
+    row: &Map<String, Json>,
+) -> Result<RecordBatch, String> {
+    if let Some(k) = row
+        .keys()
+        .find(|k| !section.columns.iter().any(|(n, _)| n == *k))
+    {
+        return Err(format!(
+            "the row names column `{k}`, which the header does not declare"
+        ));
     }
     let columns = section
         .columns
         .iter()
-        .map(|(name, ty)| column(ty, &[row.get(name)]).map_err(|e| format!("column `{name}`: {e:#}")))
+        .map(|(name, ty)| {
+            column(ty, &[row.get(name)]).map_err(|e| format!("column `{name}`: {e:#}"))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     RecordBatch::try_new(schema.clone(), columns).map_err(|e| format!("the row: {e}"))
 }
@@ -300,7 +321,10 @@ fn encode_check(
     };
     match expect {
         Encoded::Bytes(want) => {
-            if encoded.errors.is_empty() && !encoded.is_absent(0) && encoded.payload(0) == want.as_slice() {
+            if encoded.errors.is_empty()
+                && !encoded.is_absent(0)
+                && encoded.payload(0) == want.as_slice()
+            {
                 // Rows of a kind other than +I are not measured (the cost batch is inserts).
                 Ok(kinds.is_none().then_some(batch))
             } else {
@@ -316,7 +340,10 @@ fn encode_check(
         }
         Encoded::Error(want) => match encoded.errors.first() {
             Some(e) if e.reason.contains(want.as_str()) => Ok(None),
-            _ => Err(format!("expected a row error containing {want:?}, got {}", got())),
+            _ => Err(format!(
+                "expected a row error containing {want:?}, got {}",
+                got()
+            )),
         },
     }
 }

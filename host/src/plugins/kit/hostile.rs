@@ -61,8 +61,9 @@ pub fn inputs(corpus: &[(String, Vec<u8>)], random: usize, seed: u64) -> Vec<Inp
                 }
                 1 => {
                     let at = rng.random_range(0..=b.len());
-                    let extra: Vec<u8> = (0..rng.random_range(1..16)).map(|_| rng.random()).collect();
-                    b.splice(at..at, extra);
+                    let extra: Vec<u8> =
+                        (0..rng.random_range(1..16)).map(|_| rng.random()).collect();
+                    b.splice(at..at, extra).for_each(drop);
                     "bytes inserted"
                 }
                 _ => {
@@ -145,7 +146,12 @@ mod tests {
         let b = inputs(&corpus, 10, 7);
         assert_eq!(a.len(), b.len());
         assert!(a.iter().zip(&b).all(|(x, y)| x.bytes == y.bytes));
-        for o in [Origin::Truncated, Origin::Mutated, Origin::Random, Origin::Oversized] {
+        for o in [
+            Origin::Truncated,
+            Origin::Mutated,
+            Origin::Random,
+            Origin::Oversized,
+        ] {
             assert!(a.iter().any(|i| i.origin == o), "{o:?}");
         }
         assert!(a.iter().any(|i| i.bytes.is_empty()));

@@ -51,7 +51,9 @@ pub(super) fn run(
                     file,
                     section.line,
                     &section.name,
-                    format!("create-router accepted options the section says it refuses ({want:?})"),
+                    format!(
+                        "create-router accepted options the section says it refuses ({want:?})"
+                    ),
                 ),
                 Err(e) if !e.to_string().contains(want.as_str()) => outcome.fail(
                     file,
@@ -73,14 +75,21 @@ pub(super) fn run(
                 expect,
             } = &v.case
             else {
-                outcome.fail(file, v.line, &v.name, "a format vector, but the plugin is a router".into());
+                outcome.fail(
+                    file,
+                    v.line,
+                    &v.name,
+                    "a format vector, but the plugin is a router".into(),
+                );
                 continue;
             };
             let r = match &mut router {
                 Err(e) => Err(format!("create-router failed: {e}")),
                 Ok(r) => {
-                    let props: Vec<(&str, &str)> =
-                        properties.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    let props: Vec<(&str, &str)> = properties
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .collect();
                     let (k, p) = batch(&[(key.as_deref(), &props)]);
                     match outcome.timed(|| r.route(&k, p.as_ref(), *partitions)) {
                         Err(e) => Err(format!("route-batch failed: {e}")),
@@ -107,7 +116,7 @@ pub(super) fn run(
             "section `{}` (line {}): {} vectors, {} failed",
             section.name,
             section.line,
-            section.vectors.len(),
+            section.vectors.len() + usize::from(section.config_error.is_some()),
             outcome.failures.len() - before
         )?;
     }
@@ -118,9 +127,8 @@ pub(super) fn run(
     if !keys.is_empty() {
         partitions_seen.sort_unstable();
         let partitions = partitions_seen[partitions_seen.len() / 2];
-        outcome
-            .costs
-            .push(route_cost(&mut router, &keys, partitions, config, outcome)?);
+        let cost = route_cost(&mut router, &keys, partitions, config, outcome)?;
+        outcome.costs.push(cost);
     }
     hostile_pass(&mut router, &keys, config, outcome);
     Ok(())
@@ -206,7 +214,12 @@ fn hostile_pass(
         let entries: Vec<(Option<&[u8]>, &[(&str, &str)])> = chunk
             .iter()
             .zip(&props)
-            .map(|(i, p)| ((!rng.random_ratio(1, 4)).then_some(i.bytes.as_slice()), &p[..]))
+            .map(|(i, p)| {
+                (
+                    (!rng.random_ratio(1, 4)).then_some(i.bytes.as_slice()),
+                    &p[..],
+                )
+            })
             .collect();
         let (k, p) = batch(&entries);
         let started = Instant::now();

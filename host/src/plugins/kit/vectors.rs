@@ -249,9 +249,12 @@ impl VectorFile {
         })
     }
 
-    /// Every vector's count.
+    /// The number of checks: every vector, and every section that expects a factory refusal.
     pub fn len(&self) -> usize {
-        self.sections.iter().map(|s| s.vectors.len()).sum()
+        self.sections
+            .iter()
+            .map(|s| s.vectors.len() + usize::from(s.config_error.is_some()))
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -280,9 +283,13 @@ fn header(json: Json, line: usize) -> anyhow::Result<Section> {
         .columns
         .into_iter()
         .map(|c| {
-            parse_type(&c.ty)
-                .map(|t| (c.name.clone(), t))
-                .map_err(|e| anyhow!("column `{}`: `{}` is not a Flink SQL type: {e}", c.name, c.ty))
+            parse_type(&c.ty).map(|t| (c.name.clone(), t)).map_err(|e| {
+                anyhow!(
+                    "column `{}`: `{}` is not a Flink SQL type: {e}",
+                    c.name,
+                    c.ty
+                )
+            })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(Section {
@@ -312,9 +319,9 @@ fn vector(json: Json, line: usize) -> anyhow::Result<Vector> {
                 }
                 (None, None, true, None) => Decoded::Skip,
                 (None, None, false, Some(text)) => Decoded::Error(text),
-                _ => bail!(
-                    "a decode vector expects exactly one of `row`, `rows`, `skip` or `error`"
-                ),
+                _ => {
+                    bail!("a decode vector expects exactly one of `row`, `rows`, `skip` or `error`")
+                }
             };
             Case::Decode {
                 payload: payload.bytes()?,
@@ -378,10 +385,20 @@ mod tests {
         .unwrap();
         assert_eq!(f.len(), 3);
         let s = &f.sections[0];
-        assert_eq!(s.options, vec![("a".into(), "1".into()), ("b".into(), "true".into())]);
+        assert_eq!(
+            s.options,
+            vec![("a".into(), "1".into()), ("b".into(), "true".into())]
+        );
         assert!(!s.columns[0].1.nullable);
         assert!(matches!(&s.vectors[0].case, Case::Decode { payload, .. } if payload == b"1"));
-        assert!(matches!(&s.vectors[2].case, Case::Route { key: None, partitions: 3, .. }));
+        assert!(matches!(
+            &s.vectors[2].case,
+            Case::Route {
+                key: None,
+                partitions: 3,
+                ..
+            }
+        ));
     }
 
     #[test]
