@@ -12,6 +12,7 @@ mod plugin_workflow;
 mod formats {
     mod changelog_wasm;
     mod golden_wasm;
+    mod protobuf_wasm;
 }
 
 mod print {

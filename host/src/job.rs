@@ -217,7 +217,7 @@ pub fn options_markdown(registry: &Registry) -> String {
          this file is stale. Option values are strings in `WITH ('key' = 'value')`. Unknown options are errors (with \
          the nearest valid name suggested). Secrets (declared secret, or any key containing `auth-params`, `token`, \
          `password`, `secret`, `credential`) are shown as `******` by `validate` and in logs. The options of the \
-         format plugins (json, avro, raw, csv, debezium-json, canal-json, maxwell-json), the row kinds each reads and \
+         format plugins (json, avro, raw, csv, debezium-json, canal-json, maxwell-json, protobuf), the row kinds each reads and \
          writes and their readable metadata (`METADATA FROM 'value.<key>'`) are in their manifests: \
          `pulsar-connect plugins list` prints them, `guest-formats/README.md` describes them.",
         &sets,

@@ -12,6 +12,7 @@ mod failover;
 mod key_formats;
 mod linked_acks;
 mod parallel;
+mod protobuf_format;
 mod pulsar_auth;
 mod pulsar_client;
 mod pulsar_reader;

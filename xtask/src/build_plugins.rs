@@ -222,6 +222,16 @@ pub fn install(template: &str, wasm: &Path, out: &Path) -> anyhow::Result<PathBu
     let sha = hex::encode(Sha256::digest(&bytes));
     let folder = out.join(name);
     std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
+    // The plugin's own read-only folder (`files`, ADR 0022: protobuf's descriptor sets), created empty
+    // for the user's files; what is already in it stays.
+    if let Some(files) = table.get("files").and_then(|v| v.as_str()) {
+        ensure!(
+            !files.is_empty() && !files.contains(['/', '\\']) && files != "..",
+            "files `{files}` must be a plain folder name"
+        );
+        std::fs::create_dir_all(folder.join(files))
+            .with_context(|| format!("creating {}", folder.join(files).display()))?;
+    }
     // A root-level key may go first in any TOML document.
     write_atomic(
         &folder.join("plugin.toml"),

@@ -29,6 +29,9 @@ pub struct PluginDir {
 pub struct PluginSource {
     pub manifest: Manifest,
     pub wasm: Vec<u8>,
+    /// The canonical path of the folder the manifest grants the plugin (`files`), checked to lie inside
+    /// the plugin's folder ([`super::files::resolve`]).
+    pub files: Option<PathBuf>,
 }
 
 impl PluginDir {
@@ -106,7 +109,18 @@ impl PluginDir {
                 ),
             ));
         }
-        Ok(PluginSource { manifest, wasm })
+        let files = match &manifest.files {
+            Some(files) => Some(
+                super::files::resolve(&folder, &self.path.join(name), files)
+                    .map_err(|e| PluginError::new(name, Phase::Verify, e))?,
+            ),
+            None => None,
+        };
+        Ok(PluginSource {
+            manifest,
+            wasm,
+            files,
+        })
     }
 }
 

@@ -89,7 +89,11 @@ impl PluginHost {
     }
 
     fn load_source(&self, source: PluginSource) -> Result<Plugin> {
-        let PluginSource { manifest, wasm } = source;
+        let PluginSource {
+            manifest,
+            wasm,
+            files,
+        } = source;
         let name = manifest.name.clone();
         let verify = |e: anyhow::Error| PluginError::new(&name, Phase::Verify, e);
         let world = manifest.world_ref().map_err(verify)?;
@@ -126,6 +130,7 @@ impl PluginHost {
                 tick: self.config.epoch_tick,
                 ticker: self.ticker.clone(),
                 manifest,
+                files,
                 engine: self.engine.clone(),
                 pre,
                 metrics: PluginMetrics::default(),
@@ -176,6 +181,8 @@ pub(crate) enum Pre {
 pub(crate) struct PluginShared {
     pub name: Arc<str>,
     pub manifest: Manifest,
+    /// The folder granted to every instance (its only preopen, read-only; ADR 0022).
+    pub files: Option<PathBuf>,
     pub engine: Engine,
     pub pre: Pre,
     pub metrics: PluginMetrics,

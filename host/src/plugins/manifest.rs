@@ -52,6 +52,10 @@ pub struct Manifest {
     /// `METADATA FROM 'value.k'`).
     #[serde(default)]
     pub metadata: Vec<MetadataSpec>,
+    /// A folder inside the plugin's own folder that every instance may read: its only WASI preopen,
+    /// read-only, mounted at `/` (ADR 0022; e.g. protobuf's descriptor sets). Unset: no files at all.
+    #[serde(default)]
+    pub files: Option<String>,
 }
 
 /// A readable metadata key of a format.
@@ -268,6 +272,13 @@ impl Manifest {
             }
             parse_type(&m.ty)
                 .map_err(|e| anyhow::anyhow!("metadata key `{}`: type `{}`: {e}", m.key, m.ty))?;
+        }
+        if let Some(files) = &self.files
+            && !is_plain_name(files)
+        {
+            bail!(
+                "files `{files}` must be a plain folder name (lowercase letters, digits, `-`, `_`) inside the plugin's folder"
+            );
         }
         if self.limits.memory_mib == 0 || self.limits.timeout_ms == 0 {
             bail!("limits.memory-mib and limits.timeout-ms must be positive");

@@ -1,7 +1,7 @@
 //! The plugin platform: format and router plugins as sandboxed WebAssembly components.
 //!
 //! - [`directory`]: the plugin directory, read through `cap-std` handles; hash and precompiled checks.
-//! - [`manifest`]: `plugin.toml` (options, limits, world).
+//! - [`manifest`]: `plugin.toml` (options, limits, world); [`files`]: a plugin's own read-only folder.
 //! - [`engine`], [`cache`], [`loader`]: one engine with an epoch ticker, the compile cache, loading.
 //! - [`catalog`]: the plugins of one directory, built once by `main` and passed down.
 //! - [`model`]: the host's plugin data model; [`bindings`]: one module per WIT version converting
@@ -20,6 +20,7 @@ pub mod columns;
 pub mod directory;
 pub mod engine;
 pub mod error;
+pub mod files;
 pub mod format;
 pub mod instance;
 pub mod kit;

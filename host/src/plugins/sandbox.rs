@@ -30,10 +30,13 @@ impl<B> Sandbox<B> {
         shared: &Arc<PluginShared>,
         instantiate: impl FnOnce(&mut Store<PluginState>) -> wasmtime::Result<B>,
     ) -> Result<Sandbox<B>> {
-        let mut store = Store::new(
-            &shared.engine,
-            PluginState::new(shared.log.clone(), shared.memory_bytes),
-        );
+        let state = PluginState::new(
+            shared.log.clone(),
+            shared.memory_bytes,
+            shared.files.as_deref(),
+        )
+        .map_err(|e| PluginError::new(&*shared.name, Phase::Instantiate, e))?;
+        let mut store = Store::new(&shared.engine, state);
         store.limiter(|state| &mut state.limiter);
         store.set_epoch_deadline(deadline_ticks(shared.timeout, shared.tick));
         shared.metrics.record_instantiation();

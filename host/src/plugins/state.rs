@@ -235,8 +235,13 @@ pub struct PluginState {
 
 impl PluginState {
     /// A state with an empty WASI context: no files, no sockets, no env, no args, stdin closed;
-    /// stdout and stderr go to the log.
-    pub fn new(log: Arc<LogSink>, memory_bytes: usize) -> PluginState {
+    /// stdout and stderr go to the log. `files`: the plugin's own folder, its only preopen, read-only
+    /// (ADR 0022).
+    pub fn new(
+        log: Arc<LogSink>,
+        memory_bytes: usize,
+        files: Option<&std::path::Path>,
+    ) -> anyhow::Result<PluginState> {
         let stdout = LogStream {
             sink: log.clone(),
             stderr: false,
@@ -247,10 +252,15 @@ impl PluginState {
             stderr: true,
             partial: Arc::default(),
         };
-        let wasi = WasiCtxBuilder::new().stdout(stdout).stderr(stderr).build();
+        let mut builder = WasiCtxBuilder::new();
+        builder.stdout(stdout).stderr(stderr);
+        if let Some(folder) = files {
+            super::files::preopen(&mut builder, folder)?;
+        }
+        let wasi = builder.build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(10_000);
-        PluginState {
+        Ok(PluginState {
             wasi,
             table,
             limiter: Limiter {
@@ -259,7 +269,7 @@ impl PluginState {
                 peak: 0,
             },
             log,
-        }
+        })
     }
 }
 
