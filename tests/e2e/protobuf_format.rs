@@ -160,7 +160,9 @@ INSERT INTO seen SELECT f_int32 FROM src;",
     assert!(text.contains("src"), "the table is named: {text}");
     assert!(text.contains("message-name"), "the option is named: {text}");
     assert!(
-        text.contains("message `pulsar_connect.golden.Nope` is not in descriptor set `golden.desc`"),
+        text.contains(
+            "message `pulsar_connect.golden.Nope` is not in descriptor set `golden.desc`"
+        ),
         "{text}"
     );
     let sql = sql
