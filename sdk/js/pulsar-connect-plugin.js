@@ -73,12 +73,13 @@ export function routeBatch(impl, keys, properties, partitions) {
   if (out.length !== ks.length) {
     throw new Error(`route returned ${out.length} partitions for ${ks.length} messages`);
   }
-  const result = out instanceof Uint32Array ? out : Uint32Array.from(out);
+  const result = new Uint32Array(out.length);
   for (let i = 0; i < out.length; i++) {
     const p = out[i];
-    if (!Number.isInteger(p) || p < 0 || p >= partitions) {
+    if (!(p >= 0 && p < partitions && p === Math.floor(p))) {
       throw new Error(`route returned partition ${p} for message ${i}, not an integer in 0..${partitions - 1}`);
     }
+    result[i] = p;
   }
   return result;
 }

@@ -24,6 +24,7 @@ mod python_interop;
 mod read_rounds;
 mod routers_wasm;
 mod routing_vectors;
+mod sdk_plugins;
 mod seek_rounds;
 mod shared;
 mod takeover;

@@ -23,6 +23,7 @@ ARRAY, MAP and ROW columns are not supported by this SDK (the factory refuses su
 
 import datetime as _dt
 import decimal as _decimal
+import functools
 from typing import Any, List, Optional, Sequence
 
 from wit_world.imports import types
@@ -187,32 +188,81 @@ def _physical(field: Field, value: Any) -> Any:
     raise TypeError(f"unsupported column type {k}")
 
 
+def _converter(field: Field):
+    """A function turning one non-NULL value of ``field`` into its physical value (the common types
+    inlined, the others through :func:`_physical`)."""
+    k = field.kind
+    if k in _INT_RANGE:
+        lo, hi = -_INT_RANGE[k], _INT_RANGE[k]
+
+        def integer(v):
+            if type(v) is int and lo <= v < hi:
+                return v
+            return _physical(field, v)
+
+        return integer
+    if k in ("char", "varchar"):
+
+        def text(v):
+            if type(v) is str:
+                return v.encode("utf-8")
+            return _physical(field, v)
+
+        return text
+    if k in ("float", "double"):
+
+        def number(v):
+            if type(v) is float:
+                return v
+            return _physical(field, v)
+
+        return number
+    return functools.partial(_physical, field)
+
+
+def row_converter(fields: Sequence[Field]):
+    """The :func:`physical_row` of one table, with the per-column work (name lookup, converters) done
+    once: ``convert = row_converter(fields); convert(row)``."""
+    fields = tuple(fields)
+    names = {f.name: i for i, f in enumerate(fields)}
+    converters = [_converter(f) for f in fields]
+    width = len(fields)
+
+    def convert(row: Any) -> List[Any]:
+        if isinstance(row, dict):
+            values = [None] * width
+            for name, v in row.items():
+                i = names.get(name)
+                if i is None:
+                    unknown = [k for k in row if k not in names]
+                    raise ValueError(f"no column named {', '.join(map(repr, unknown))}")
+                values[i] = v
+        else:
+            values = list(row)
+            if len(values) != width:
+                raise ValueError(f"{len(values)} values, the table has {width} columns")
+        for i, v in enumerate(values):
+            if v is None:
+                f = fields[i]
+                if not f.nullable:
+                    raise ValueError(f"column `{f.name}` ({f.sql}) is NOT NULL")
+                continue
+            try:
+                values[i] = converters[i](v)
+            except (TypeError, ValueError, ArithmeticError) as e:
+                f = fields[i]
+                raise ValueError(f"column `{f.name}` ({f.sql}): {e}") from None
+        return values
+
+    return convert
+
+
 def physical_row(fields: Sequence[Field], row: Any) -> List[Any]:
     """One row (a sequence in field order, or a dict by field name) as physical values.
 
     Raises ValueError naming the column for a value that does not fit its type, a NULL in a NOT NULL
-    column or a row of the wrong width."""
-    if isinstance(row, dict):
-        unknown = [k for k in row if all(f.name != k for f in fields)]
-        if unknown:
-            raise ValueError(f"no column named {', '.join(map(repr, unknown))}")
-        values = [row.get(f.name) for f in fields]
-    else:
-        values = list(row)
-        if len(values) != len(fields):
-            raise ValueError(f"{len(values)} values, the table has {len(fields)} columns")
-    out = []
-    for f, v in zip(fields, values):
-        if v is None:
-            if not f.nullable:
-                raise ValueError(f"column `{f.name}` ({f.sql}) is NOT NULL")
-            out.append(None)
-            continue
-        try:
-            out.append(_physical(f, v))
-        except (TypeError, ValueError, ArithmeticError) as e:
-            raise ValueError(f"column `{f.name}` ({f.sql}): {e}") from None
-    return out
+    column or a row of the wrong width. For many rows of one table use :func:`row_converter`."""
+    return row_converter(fields)(row)
 
 
 def _bitmap(flags: Sequence[bool]) -> bytes:

@@ -95,12 +95,13 @@ def decode_batch(impl: Format, messages: "types.MessageBatch") -> "codec.Decoded
         if len(result) != len(payloads):
             raise ValueError(f"decode returned {len(result)} entries for {len(payloads)} payloads")
     rows, errors = [], []
+    convert = _columns.row_converter(fields)
     for i, entry in enumerate(result):
         if isinstance(entry, BaseException):
             errors.append(types.RowError(i, _reason(entry)))
             continue
         try:
-            rows.append(_columns.physical_row(fields, entry))
+            rows.append(convert(entry))
         except ValueError as e:
             errors.append(types.RowError(i, str(e)))
     return codec.DecodedBatch(_columns.build_columns(fields, rows), None, None, errors)
