@@ -62,6 +62,21 @@ fn table(name: &str, topic: &str, broker: &TestBroker, message: &str, extra: &st
     )
 }
 
+/// `row` with the entries of its (one, last) `{k=v, ...}` map sorted.
+fn sorted_map(row: &str) -> String {
+    let (Some(open), Some(close)) = (row.rfind('{'), row.rfind('}')) else {
+        return row.to_owned();
+    };
+    let mut entries: Vec<&str> = row[open + 1..close].split(", ").collect();
+    entries.sort();
+    format!(
+        "{}{{{}}}{}",
+        &row[..open],
+        entries.join(", "),
+        &row[close + 1..]
+    )
+}
+
 fn int(v: &serde_json::Value) -> i64 {
     match v {
         serde_json::Value::String(s) => s.parse().unwrap_or(i64::MIN),
@@ -92,7 +107,7 @@ INSERT INTO seen SELECT f_int32, f_string, f_enum, f_uint32, f_counts FROM src;"
         table("dst", &output, &broker, MESSAGE, "")
     );
     let job = RunningJob::start(&sql, None).await?;
-    let mut seen = job.wait_rows(ROWS, Duration::from_secs(90)).await?;
+    let seen = job.wait_rows(ROWS, Duration::from_secs(90)).await?;
     let consumed = tokio::task::spawn_blocking({
         let (su, output) = (broker.service_url.clone(), output.clone());
         move || interop(&["consume", &su, &output, &ROWS.to_string(), "60"])
@@ -101,7 +116,9 @@ INSERT INTO seen SELECT f_int32, f_string, f_enum, f_uint32, f_counts FROM src;"
     job.stop().await?;
     let consumed = consumed?;
 
-    // Read: every message once, each field as Flink's mapping gives it (uint32 as INT bits).
+    // Read: every message once, each field as Flink's mapping gives it (uint32 as INT bits); a MAP's
+    // entries in any order (SQL maps are unordered).
+    let mut seen: Vec<String> = seen.iter().map(|r| sorted_map(r)).collect();
     seen.sort_by_key(|r| {
         r.split([',', '['])
             .nth(1)

@@ -75,6 +75,21 @@ pub(crate) fn preopen(builder: &mut WasiCtxBuilder, folder: &Path) -> anyhow::Re
     Ok(())
 }
 
+/// Runs `call`, a call into the guest. For a plugin holding a folder (`files`), wasmtime's synchronous
+/// WASI runs each file operation on tokio (`block_on`), which panics on a thread that drives async
+/// tasks (a factory run while a job is validated, say): on a worker of a multi-thread runtime the call
+/// runs in `block_in_place`. Other plugins make no such calls and are called as they are.
+pub(crate) fn guest_call<R>(files: bool, call: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if files
+        && Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread)
+    {
+        tokio::task::block_in_place(call)
+    } else {
+        call()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

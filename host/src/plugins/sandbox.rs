@@ -41,7 +41,8 @@ impl<B> Sandbox<B> {
         store.set_epoch_deadline(deadline_ticks(shared.timeout, shared.tick));
         shared.metrics.record_instantiation();
         let _running = shared.ticker.running();
-        let bindings = instantiate(&mut store)
+        let files = shared.files.is_some();
+        let bindings = super::files::guest_call(files, || instantiate(&mut store))
             .map_err(|e| PluginError::new(&*shared.name, Phase::Instantiate, anyhow!("{e:#}")))?;
         shared.metrics.record_memory(store.data().limiter.peak);
         Ok(Sandbox { store, bindings })
@@ -61,7 +62,9 @@ impl<B> Sandbox<B> {
         shared.log.take_recent_stderr();
         let started = Instant::now();
         let running = shared.ticker.running();
-        let result = f(&mut self.store, &self.bindings);
+        let result = super::files::guest_call(shared.files.is_some(), || {
+            f(&mut self.store, &self.bindings)
+        });
         drop(running);
         shared.metrics.record_memory(self.store.data().limiter.peak);
         match result {
