@@ -358,7 +358,7 @@ fn plugin_counters_are_scraped_as_prometheus_series() {
     metrics.export_plugins(catalog.clone()).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let addr = rt
-        .block_on(pulsar_connect::runtime::metrics::serve(
+        .block_on(pulsar_connect::status::serve(
             "127.0.0.1:0".parse().unwrap(),
             metrics.clone(),
         ))

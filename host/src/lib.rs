@@ -13,4 +13,5 @@ pub mod plugins;
 pub mod pulsar;
 pub mod runtime;
 pub mod sql;
+pub mod status;
 pub mod terminal;

@@ -53,7 +53,8 @@ enum Command {
         /// Ignore existing checkpoints and start from the sources' configured start positions.
         #[arg(long)]
         fresh: bool,
-        /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464).
+        /// Serve Prometheus metrics at http://ADDR/metrics, a status page at http://ADDR/ and its JSON at
+        /// http://ADDR/api/status (e.g. 127.0.0.1:9464).
         #[arg(long)]
         metrics_addr: Option<SocketAddr>,
     },
@@ -210,9 +211,12 @@ fn main() -> ExitCode {
                     return ExitCode::from(EXIT_RUNTIME);
                 }
             };
+            metrics.status.set_restarts(
+                std::env::var("PULSAR_CONNECT_RESTARTS").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+            );
             if let Some(addr) = metrics_addr {
-                match runtime::metrics::serve(addr, metrics.clone()).await {
-                    Ok(bound) => info!("metrics at http://{bound}/metrics"),
+                match pulsar_connect::status::serve(addr, metrics.clone()).await {
+                    Ok(bound) => info!("status at http://{bound}/ (metrics at /metrics, JSON at /api/status)"),
                     Err(e) => {
                         eprintln!("error: {e:#}");
                         return ExitCode::from(EXIT_RUNTIME);

@@ -3,5 +3,6 @@
 //! the workspace paths.
 
 pub mod broker;
+pub mod chromium;
 pub mod paths;
 pub mod python;

@@ -215,6 +215,7 @@ fn cargo() -> Command {
 
 fn test(args: TestArgs) -> Result<ExitCode> {
     let python = python::ensure_venv()?;
+    xtask::chromium::ensure()?;
     build_plugins::run(build_plugins::Args::default())?;
     // The job-runner tests run the real binary.
     let built = cargo()

@@ -17,6 +17,12 @@ pub struct PipelineContext {
     /// `pulsar_connect_source_takeover_*` of the INSERT's source table: transactions of gone processes
     /// this one ended (ADR 0023).
     pub takeover: TakeoverMetrics,
+    /// The partitions this source subtask reads, their ownership and lag (written by the source, read by
+    /// the runtime's metrics and status; see [`super::PartitionBoard`]).
+    pub partitions: Arc<super::PartitionBoard>,
+    /// `pulsar_connect_source_skipped_messages_total` of the INSERT's source table: messages the source
+    /// skipped because its format could not decode them (`ignore-parse-errors`).
+    pub source_skipped: prometheus::IntCounter,
     /// Where the INSERT's source and sink meet (see [`PipelineLink`]): one per sink subtask, shared by
     /// the source subtasks that feed it.
     pub link: Arc<PipelineLink>,
@@ -68,6 +74,9 @@ impl PipelineContext {
             owned_splits: prometheus::IntGauge::new("detached", "not registered")
                 .unwrap_or_else(|_| unreachable!("a valid metric name")),
             takeover: TakeoverMetrics::detached(),
+            partitions: Arc::default(),
+            source_skipped: prometheus::IntCounter::new("detached", "not registered")
+                .unwrap_or_else(|_| unreachable!("a valid metric name")),
             link: Arc::new(PipelineLink::default()),
             subtask: Subtask::SOLE,
         }

@@ -17,6 +17,8 @@
 
 pub mod changelog;
 mod context;
+mod labels;
+pub mod partitions;
 pub mod settings;
 mod sink;
 mod source;
@@ -30,6 +32,8 @@ use anyhow::Result;
 use crate::options::OptionSet;
 
 pub use context::{PipelineContext, PipelineLink, Subtask, TakeoverMetrics};
+pub use labels::MetricLabels;
+pub use partitions::{PartitionBoard, PartitionStatus};
 pub use settings::JobSettings;
 pub use sink::Sink;
 pub use source::{Source, SourcePoll};
@@ -139,6 +143,10 @@ pub trait ConnectorFactory: Send + Sync {
     /// Checks that need the job's settings too (e.g. a transaction timeout against the checkpoint interval).
     fn validate_settings(&self, _table: &CatalogTable, _settings: &JobSettings) -> Result<()> {
         Ok(())
+    }
+    /// Labels the table adds to its metric series, decoded at validation (none by default).
+    fn metric_labels(&self, _table: &CatalogTable) -> MetricLabels {
+        MetricLabels::default()
     }
     /// The read side (`None`: the connector can only be written to).
     fn source(&self) -> Option<&dyn SourceFactory>;

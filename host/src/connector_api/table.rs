@@ -98,6 +98,11 @@ impl CatalogTable {
         })
     }
 
+    /// The labels the table adds to its metric series (see [`ConnectorFactory::metric_labels`]).
+    pub fn metric_labels(&self) -> super::MetricLabels {
+        self.factory.metric_labels(self)
+    }
+
     /// The connector's typed configuration, if it is a `T`.
     pub fn config_as<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
         self.config.clone()?.downcast::<T>().ok()

@@ -124,8 +124,12 @@ impl<C: Configure> Instance<C> {
             Err(err) => {
                 // The store is poisoned: drop it, start a fresh instance with the same configuration.
                 self.live = None;
+                shared.metrics.record_failure(err.failure);
                 let restart = match self.restart() {
-                    Ok(()) => "; a fresh instance replaced it".to_owned(),
+                    Ok(()) => {
+                        shared.metrics.record_reinstantiation();
+                        "; a fresh instance replaced it".to_owned()
+                    }
                     Err(e) => format!("; replacing the instance failed too: {e}"),
                 };
                 Err(PluginError::call(

@@ -15,6 +15,9 @@ pub struct PluginMetrics {
     traps: AtomicU64,
     instantiations: AtomicU64,
     memory_peak: AtomicU64,
+    reinstantiations: AtomicU64,
+    deadlines: AtomicU64,
+    memory_limit_hits: AtomicU64,
 }
 
 /// A snapshot of a plugin's counters, for the metrics layer.
@@ -38,6 +41,12 @@ pub struct PluginCounters {
     pub instantiations: u64,
     /// The largest linear memory any instance of the plugin has had, in bytes (its memory high-water).
     pub memory_peak_bytes: u64,
+    /// Instances built again after a failed call poisoned the one before.
+    pub reinstantiations: u64,
+    /// Calls interrupted at their deadline (counted in `traps` too).
+    pub deadlines: u64,
+    /// Calls that failed asking for memory beyond the limit (counted in `traps` too).
+    pub memory_limit_hits: u64,
 }
 
 impl PluginMetrics {
@@ -67,6 +76,24 @@ impl PluginMetrics {
         self.memory_peak.fetch_max(bytes as u64, Ordering::Relaxed);
     }
 
+    /// A call failed: a deadline or memory-limit hit is counted as such (every failure is a trap).
+    pub fn record_failure(&self, failure: super::error::Failure) {
+        match failure {
+            super::error::Failure::Deadline => {
+                self.deadlines.fetch_add(1, Ordering::Relaxed);
+            }
+            super::error::Failure::MemoryLimit => {
+                self.memory_limit_hits.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// A fresh instance replaced a poisoned one.
+    pub fn record_reinstantiation(&self) {
+        self.reinstantiations.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn record_instantiation(&self) {
         self.instantiations.fetch_add(1, Ordering::Relaxed);
     }
@@ -82,6 +109,9 @@ impl PluginMetrics {
             traps: self.traps.load(Ordering::Relaxed),
             instantiations: self.instantiations.load(Ordering::Relaxed),
             memory_peak_bytes: self.memory_peak.load(Ordering::Relaxed),
+            reinstantiations: self.reinstantiations.load(Ordering::Relaxed),
+            deadlines: self.deadlines.load(Ordering::Relaxed),
+            memory_limit_hits: self.memory_limit_hits.load(Ordering::Relaxed),
         }
     }
 }

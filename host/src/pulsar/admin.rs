@@ -270,6 +270,55 @@ pub async fn subscription_backlog(
     Ok(backlog_in_stats(&stats, subscription))
 }
 
+/// The broker's count of the messages in a subscription's backlog (`POST .../analyzeBacklog`, Pulsar 3.2+):
+/// it reads the backlog's entries and counts the messages in them, batches included, up to its
+/// `subscriptionBacklogScanMaxEntries`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BacklogCount {
+    pub entries: u64,
+    pub messages: u64,
+    /// The broker stopped at its scan limit: `messages` is a lower bound.
+    pub aborted: bool,
+}
+
+impl BacklogCount {
+    pub fn from_json(v: &serde_json::Value) -> Option<BacklogCount> {
+        Some(BacklogCount {
+            entries: v["entries"].as_u64()?,
+            messages: v["messages"].as_u64()?,
+            aborted: v["aborted"].as_bool().unwrap_or(false),
+        })
+    }
+}
+
+/// Counts the messages of `subscription`'s backlog on a persistent topic (`None` for a non-persistent
+/// one, or an answer without counts).
+pub async fn analyze_backlog(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+    subscription: &str,
+) -> Result<Option<BacklogCount>> {
+    let Some(path) = persistent_path(topic) else {
+        return Ok(None);
+    };
+    let (url, resp) = request(
+        reqwest::Method::POST,
+        admin_url,
+        config,
+        &format!(
+            "/admin/v2/persistent/{path}/subscription/{}/analyzeBacklog",
+            path_segment(subscription)
+        ),
+    )
+    .await?;
+    let v: serde_json::Value = resp
+        .json()
+        .await
+        .with_context(|| format!("POST {url}: the answer is not JSON"))?;
+    Ok(BacklogCount::from_json(&v))
+}
+
 /// `msgBacklog` of `subscription` in a topic's stats.
 pub fn backlog_in_stats(stats: &serde_json::Value, subscription: &str) -> Option<u64> {
     stats["subscriptions"][subscription]["msgBacklog"].as_u64()

@@ -150,8 +150,9 @@ impl CheckpointStore {
         Ok((None, warnings))
     }
 
-    /// Writes a checkpoint atomically (temp file, fsync, rename, directory fsync), then prunes old ones.
-    pub fn write(&self, data: &CheckpointData) -> Result<()> {
+    /// Writes a checkpoint atomically (temp file, fsync, rename, directory fsync), then prunes old ones;
+    /// returns the file's size in bytes.
+    pub fn write(&self, data: &CheckpointData) -> Result<u64> {
         let body = serde_json::to_string(data)?;
         let text = format!(
             "{body}\nsha256 {}\n",
@@ -181,7 +182,7 @@ impl CheckpointStore {
                 let _ = self.dir.remove_file(file_name(*id));
             }
         }
-        Ok(())
+        Ok(text.len() as u64)
     }
 }
 

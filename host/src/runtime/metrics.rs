@@ -1,6 +1,5 @@
-//! Prometheus metrics and the tiny HTTP endpoint that serves them (`--metrics-addr`).
+//! Prometheus metrics of a job (served by the `status` module's endpoint, `--metrics-addr`).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -10,9 +9,9 @@ use prometheus::{
     CounterVec, Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
+use super::series::{InlongCollector, PartitionCollector, TableCounters, add_labels};
+use super::status::StatusBoard;
 use crate::plugins::PluginCounters;
 use crate::plugins::catalog::PluginCatalog;
 
@@ -31,6 +30,11 @@ pub struct Metrics {
     pub checkpoint_duration: Histogram,
     pub last_checkpoint_id: IntGauge,
     pub owned_splits: IntGaugeVec,
+    /// Messages a source skipped because its format could not decode them, per table.
+    pub source_skipped: IntCounterVec,
+    /// What the runtime publishes about the job (served as `/api/status`); its job name labels every
+    /// series.
+    pub status: Arc<StatusBoard>,
     pub takeover_aborted: IntCounterVec,
     pub takeover_seconds: prometheus::GaugeVec,
 }
@@ -93,6 +97,24 @@ impl Metrics {
             &["table"],
         )?;
         registry.register(Box::new(owned_splits.clone()))?;
+        let source_skipped = vec(
+            "source_skipped_messages_total",
+            "Messages a source skipped because its format could not decode them (ignore-parse-errors)",
+        )?;
+        let status = Arc::new(StatusBoard::default());
+        registry.register(Box::new(PartitionCollector::new(status.clone())?))?;
+        registry.register(Box::new(InlongCollector::new(
+            status.clone(),
+            TableCounters {
+                rows_in: rows_in.clone(),
+                bytes_in: bytes_in.clone(),
+                rows_out: rows_out.clone(),
+                bytes_out: bytes_out.clone(),
+                skipped: skipped.clone(),
+                sink_dropped: sink_dropped.clone(),
+                source_skipped: source_skipped.clone(),
+            },
+        )?))?;
         let takeover_aborted = vec(
             "source_takeover_aborted_transactions_total",
             "Open transactions of processes gone from a source table's subscription that this process aborted (take-over, ADR 0023)",
@@ -119,6 +141,8 @@ impl Metrics {
             checkpoint_duration,
             last_checkpoint_id,
             owned_splits,
+            source_skipped,
+            status,
             takeover_aborted,
             takeover_seconds,
         }))
@@ -136,15 +160,23 @@ impl Metrics {
     /// scrape: `pulsar_connect_plugin_{calls,rows,row_errors,traps,instantiations}_total`,
     /// `pulsar_connect_plugin_bytes_{in,out}_total` and `pulsar_connect_plugin_call_seconds_total`.
     pub fn export_plugins(&self, catalog: Arc<PluginCatalog>) -> Result<()> {
+        self.status.set_plugins(catalog.clone());
         self.registry
             .register(Box::new(PluginCollector::new(catalog)?))
             .context("registering the plugin counters")
     }
 
-    /// The text exposition format.
+    /// The text exposition format: every series labelled with the job (once a run started) and a table's
+    /// series with its `inlong.metric.labels`.
     pub fn render(&self) -> String {
+        let mut families = self.registry.gather();
+        add_labels(
+            &mut families,
+            &self.status.job(),
+            &self.status.table_labels(),
+        );
         let mut buf = Vec::new();
-        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        let _ = TextEncoder::new().encode(&families, &mut buf);
         String::from_utf8_lossy(&buf).into_owned()
     }
 
@@ -180,6 +212,7 @@ struct PluginCollector {
     catalog: Arc<PluginCatalog>,
     ints: Vec<(Opts, ReadCounter)>,
     seconds: Opts,
+    memory: Opts,
     descs: Vec<Desc>,
 }
 
@@ -232,7 +265,32 @@ impl PluginCollector {
                 ),
                 |c| c.instantiations,
             ),
+            (
+                Opts::new(
+                    "plugin_reinstantiations_total",
+                    "Instances of a plugin built again after a trap, a deadline or a memory-limit hit poisoned the one before",
+                ),
+                |c| c.reinstantiations,
+            ),
+            (
+                Opts::new(
+                    "plugin_deadline_hits_total",
+                    "Calls into a plugin interrupted at their deadline (limits.timeout-ms)",
+                ),
+                |c| c.deadlines,
+            ),
+            (
+                Opts::new(
+                    "plugin_memory_limit_hits_total",
+                    "Calls into a plugin that failed asking for more memory than its limit",
+                ),
+                |c| c.memory_limit_hits,
+            ),
         ];
+        let memory = Opts::new(
+            "plugin_memory_peak_bytes",
+            "The largest linear memory one instance of the plugin has had (the high-water of its instances), in bytes",
+        );
         let seconds = Opts::new(
             "plugin_call_seconds_total",
             "Wall time spent inside a plugin's calls",
@@ -252,10 +310,17 @@ impl PluginCollector {
                 .into_iter()
                 .cloned(),
         );
+        descs.extend(
+            IntGaugeVec::new(memory.clone(), &["plugin"])?
+                .desc()
+                .into_iter()
+                .cloned(),
+        );
         Ok(PluginCollector {
             catalog,
             ints,
             seconds,
+            memory,
             descs,
         })
     }
@@ -286,57 +351,13 @@ impl Collector for PluginCollector {
             }
             families.extend(vec.collect());
         }
+        if let Ok(vec) = IntGaugeVec::new(self.memory.clone(), &["plugin"]) {
+            for (name, counters) in &plugins {
+                vec.with_label_values(&[name.as_str()])
+                    .set(i64::try_from(counters.memory_peak_bytes).unwrap_or(i64::MAX));
+            }
+            families.extend(vec.collect());
+        }
         families
     }
-}
-
-/// Serves `GET /metrics` on `addr` until the process ends. Returns the bound address (port 0 picks one).
-pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAddr> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding the metrics endpoint to {addr}"))?;
-    let local = listener.local_addr()?;
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                continue;
-            };
-            let metrics = metrics.clone();
-            tokio::spawn(async move {
-                let mut req = Vec::with_capacity(1024);
-                let mut buf = [0u8; 1024];
-                // Read the request head (bounded).
-                while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
-                    match tokio::time::timeout(
-                        std::time::Duration::from_secs(5),
-                        sock.read(&mut buf),
-                    )
-                    .await
-                    {
-                        Ok(Ok(n)) if n > 0 => req.extend_from_slice(&buf[..n]),
-                        _ => return,
-                    }
-                }
-                let head = String::from_utf8_lossy(&req);
-                let path = head.split_whitespace().nth(1).unwrap_or("/");
-                let (status, ctype, body) =
-                    if head.starts_with("GET ") && (path == "/metrics" || path == "/") {
-                        ("200 OK", "text/plain; version=0.0.4", metrics.render())
-                    } else {
-                        (
-                            "404 Not Found",
-                            "text/plain",
-                            "not found; metrics are at /metrics\n".to_string(),
-                        )
-                    };
-                let resp = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = sock.write_all(resp.as_bytes()).await;
-                let _ = sock.shutdown().await;
-            });
-        }
-    });
-    Ok(local)
 }

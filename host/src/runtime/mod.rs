@@ -23,7 +23,10 @@ pub mod metrics;
 mod parallelism;
 mod pipelines;
 mod progress;
+mod rates;
+mod series;
 mod stages;
+pub mod status;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -72,6 +75,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
 ) -> Result<RunSummary> {
+    metrics.status.start(&opts.job_id);
     let store = open_store(settings, &opts)?;
     let (restored, next_id) = restore_point(store.as_deref(), opts.fresh)?;
     let mut summary = RunSummary {
@@ -140,6 +144,7 @@ pub async fn run(
     for h in pipelines.handles {
         let _ = h.await;
     }
+    metrics.status.finished();
     summary.rows_in = Metrics::total(&metrics.rows_in);
     summary.rows_out = Metrics::total(&metrics.rows_out);
     Ok(summary)
@@ -230,7 +235,9 @@ impl Driver<'_> {
                 }
                 _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
                     self.metrics.checkpoint_failures.inc();
+                    let started = self.coordinator.deadline().and_then(|d| d.checked_sub(self.timeout));
                     let (id, next) = self.coordinator.timed_out(Instant::now())?;
+                    self.record(id, status::CheckpointState::TimedOut, false, started, None);
                     warn!(checkpoint = id, "checkpoint timed out after {:?}", self.timeout);
                     self.pipelines.abandon(id);
                     self.pipelines.trigger(next);
@@ -273,13 +280,24 @@ impl Driver<'_> {
             created_at_ms: chrono::Utc::now().timestamp_millis(),
             pipelines: self.pipelines.states(done.states),
         };
+        let mut size = None;
         if let Some(store) = &self.store {
             let store = store.clone();
             let written = tokio::task::spawn_blocking(move || store.write(&data))
                 .await
                 .map_err(|e| anyhow!("checkpoint writer: {e}"))?;
+            if let Ok(bytes) = &written {
+                size = Some(*bytes);
+            }
             if let Err(e) = written {
                 self.metrics.checkpoint_failures.inc();
+                self.record(
+                    id,
+                    status::CheckpointState::Failed,
+                    is_final,
+                    Some(started),
+                    None,
+                );
                 if is_final {
                     return Err(e.context(format!("writing the final checkpoint {id}")));
                 }
@@ -294,6 +312,13 @@ impl Driver<'_> {
         self.metrics
             .checkpoint_duration
             .observe(started.elapsed().as_secs_f64());
+        self.record(
+            id,
+            status::CheckpointState::Completed,
+            is_final,
+            Some(started),
+            size,
+        );
         self.checkpoints += 1;
         tracing::debug!(checkpoint = id, "checkpoint complete");
         self.pipelines.complete(id).await;
@@ -306,6 +331,31 @@ impl Driver<'_> {
             Next::Continue => {}
         }
         Ok(())
+    }
+}
+
+impl Driver<'_> {
+    /// Adds a checkpoint that ended to the status (`started`: when it was triggered, if known).
+    fn record(
+        &self,
+        id: u64,
+        state: status::CheckpointState,
+        is_final: bool,
+        started: Option<Instant>,
+        size_bytes: Option<u64>,
+    ) {
+        let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
+        let triggered = std::time::SystemTime::now()
+            .checked_sub(elapsed)
+            .unwrap_or_else(std::time::SystemTime::now);
+        self.metrics.status.checkpoint(status::CheckpointRecord {
+            id,
+            state,
+            is_final,
+            triggered_at_ms: status::epoch_ms(triggered),
+            duration_ms: elapsed.as_secs_f64() * 1000.0,
+            size_bytes,
+        });
     }
 }
 

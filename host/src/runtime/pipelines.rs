@@ -114,14 +114,22 @@ impl Pipelines {
             pipeline_id: plan.id.clone(),
             sink_dropped: run.metrics.sink_dropped.with_label_values(&[&sink_table]),
             owned_splits: run.metrics.owned_splits.with_label_values(&[&source_table]),
+            partitions: Arc::default(),
+            source_skipped: run
+                .metrics
+                .source_skipped
+                .with_label_values(&[&source_table]),
             takeover: run.metrics.takeover(&source_table),
             link: link.clone(),
             subtask,
         };
         let mut sources = Vec::with_capacity(n);
+        let mut boards = Vec::with_capacity(n);
         for i in 0..n {
             let mut s = make_source(&plan)?;
-            s.set_context(&ctx(Subtask { index: i, count: n }, &links[i % m]));
+            let c = ctx(Subtask { index: i, count: n }, &links[i % m]);
+            boards.push(c.partitions.clone());
+            s.set_context(&c);
             sources.push(s);
         }
         let mut sinks: Vec<Box<dyn Sink>> = Vec::with_capacity(m);
@@ -139,6 +147,7 @@ impl Pipelines {
                 }
             }
         }
+        publish(&plan, shape, boards, run);
         self.start(&plan, shape, sources, sinks, run);
         self.spawned.insert(
             plan.index,
@@ -274,6 +283,36 @@ impl Pipelines {
             let _ = c.send(SourceCmd::Finish).await;
         }
     }
+}
+
+/// Tells the status what the INSERT runs: its tables (and the labels they add to their series), its
+/// subtasks and their partition boards.
+fn publish(
+    plan: &PipelinePlan,
+    shape: Shape,
+    boards: Vec<Arc<crate::connector_api::PartitionBoard>>,
+    run: &RunContext<'_>,
+) {
+    let status = &run.metrics.status;
+    let source_connector = match &plan.source {
+        SourceSpec::Table(t) => {
+            status.set_table_labels(t.name(), t.metric_labels());
+            t.connector.clone()
+        }
+        SourceSpec::Values(_) => "values".to_owned(),
+    };
+    status.set_table_labels(plan.sink.name(), plan.sink.metric_labels());
+    status.add_insert(super::status::InsertInfo {
+        id: plan.id.clone(),
+        index: plan.index,
+        source_table: plan.source_name(),
+        source_connector,
+        sink_table: plan.sink.name().to_owned(),
+        sink_connector: plan.sink.connector.clone(),
+        source_subtasks: shape.sources,
+        sink_subtasks: shape.sinks,
+        boards,
+    });
 }
 
 /// Hands the checkpoint's states to this run's subtasks: every source subtask sees all the last run's

@@ -155,6 +155,12 @@ impl ConnectorFactory for PulsarFactory {
         Ok(Some(Arc::new(cfg)))
     }
 
+    fn metric_labels(&self, table: &CatalogTable) -> crate::connector_api::MetricLabels {
+        self.config(table)
+            .map(|c| c.metric_labels.clone())
+            .unwrap_or_default()
+    }
+
     fn validate_settings(&self, table: &CatalogTable, settings: &JobSettings) -> Result<()> {
         let cfg = self.config(table)?;
         if cfg.sink.semantic != sink::Semantic::ExactlyOnce {

@@ -414,7 +414,7 @@ fn top_level_decls() -> Vec<OptionDecl> {
         OptionDecl::string("sink.dead-letter-topic", "Sink, `fail-on-write` = false: topic receiving the rows whose send failed (payload, key and properties kept, plus `pulsar-connect.error`)."),
         OptionDecl::int(SINK_PARALLELISM, 1, crate::connector_api::settings::MAX_PARALLELISM, "Sink: how many subtasks write the table, each with its own producers (and, exactly-once, its own transaction per checkpoint); unset: the job's `parallelism.default`, else as many as the source has. At most the source's number: a source subtask feeds one sink subtask, which keeps each partition's rows in order. A producer name (`sink.producer-name`) gets the subtask's index appended when there are several."),
         OptionDecl::boolean("generic", "StreamNative/InLong: marks a table of StreamNative's Pulsar catalog as a generic Flink table (set by their SQL examples). Accepted for compatibility; no effect here (every table is declared by its DDL)."),
-        OptionDecl::string("inlong.metric.labels", "InLong: accepted, not used."),
+        OptionDecl::string("inlong.metric.labels", "InLong's metric labels, `groupId=..&streamId=..&nodeId=..` (`key=value` pairs joined by `&`): added to every metric series of the table; a `pulsar-inlong` table also reports InLong's metric names (`pulsar_connect_inlong_numRecordsIn`, ...; docs/cli.md)."),
         OptionDecl::string("metrics.audit.key", "InLong: accepted, not used."),
         OptionDecl::string("metrics.audit.proxy.hosts", "InLong: accepted, not used."),
         OptionDecl::string(

@@ -6,6 +6,7 @@
 //! `scan.startup.mode` in three hops: declared in [`super::options`] (`STARTUP_MODE`), decoded here into
 //! [`SourceConfig::startup`] ([`startup`]), used by the source's fresh start (`source::fresh_start`).
 
+mod inlong;
 mod startup;
 mod upsert;
 
@@ -141,6 +142,8 @@ pub struct PulsarTableConfig {
     pub passed_through: Vec<String>,
     /// TLS settings given although no URL of the table uses TLS (warned about at start).
     pub tls_ignored: Vec<&'static str>,
+    /// `inlong.metric.labels`, and whether the table is a `pulsar-inlong` one (InLong's metric names).
+    pub metric_labels: crate::connector_api::MetricLabels,
 }
 
 /// Prefixes of the format plugins' options given the raw `WITH` options: `<value format>.`,
@@ -411,7 +414,13 @@ impl PulsarTableConfig {
             txn_timeout: o.duration(opt::TXN_TIMEOUT).unwrap_or_default(),
             max_block_time: millis(o, opt::MAX_BLOCK_TIME),
         };
+        let metric_labels = inlong::metric_labels(
+            name,
+            o.get(inlong::OPTION),
+            table.connector.ends_with("-inlong"),
+        )?;
         let cfg = PulsarTableConfig {
+            metric_labels,
             table: name.to_owned(),
             client,
             admin_url,
