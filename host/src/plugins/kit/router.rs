@@ -17,7 +17,10 @@ use crate::plugins::loader::Plugin;
 use crate::plugins::messages::{MessageBatchBuilder, MessageRef};
 use crate::plugins::model::{KeyBatch, PropertyBatch};
 
-fn batch(keys: &[(Option<&[u8]>, &[(&str, &str)])]) -> (KeyBatch, Option<PropertyBatch>) {
+/// One message of a key batch: its key (`None`: no key) and its properties.
+type KeyEntry<'a> = (Option<&'a [u8]>, &'a [(&'a str, &'a str)]);
+
+fn batch(keys: &[KeyEntry<'_>]) -> (KeyBatch, Option<PropertyBatch>) {
     let mut b = MessageBatchBuilder::new();
     for (key, properties) in keys {
         b.push(MessageRef {
@@ -141,7 +144,7 @@ fn route_cost(
     config: &KitConfig,
     outcome: &mut Outcome,
 ) -> anyhow::Result<Cost> {
-    let cycle: Vec<(Option<&[u8]>, &[(&str, &str)])> = (0..config.batch)
+    let cycle: Vec<KeyEntry<'_>> = (0..config.batch)
         .map(|i| (keys[i % keys.len()].as_deref(), &[][..]))
         .collect();
     let bytes_per_batch: usize = cycle.iter().map(|(k, _)| k.map_or(0, <[u8]>::len)).sum();
@@ -211,7 +214,7 @@ fn hostile_pass(
             .zip(&values)
             .map(|(n, v)| [(n.as_str(), v.as_str())])
             .collect();
-        let entries: Vec<(Option<&[u8]>, &[(&str, &str)])> = chunk
+        let entries: Vec<KeyEntry<'_>> = chunk
             .iter()
             .zip(&props)
             .map(|(i, p)| {
