@@ -24,7 +24,11 @@ struct Shell {
 
 impl Shell {
     fn start(args: &[&str]) -> Shell {
-        let home = tempfile::tempdir().unwrap();
+        Shell::start_in(tempfile::tempdir().unwrap(), args)
+    }
+
+    /// With `home` as its home (its history file is there).
+    fn start_in(home: tempfile::TempDir, args: &[&str]) -> Shell {
         let mut cmd = Command::new(binary());
         cmd.arg("--plugin-dir")
             .arg(pulsar_connect_tests::jobs::plugin_dir())
@@ -211,6 +215,36 @@ fn multi_line_statements_tables_and_errors_that_do_not_end_the_shell() {
     assert!(out.contains("| op |          id |  named |"), "{out}");
     assert_eq!(out.matches("| +I |").count(), 3, "{out}");
     assert!(out.contains("Received a total of 3 rows"), "{out}");
+
+    // Completion: a table name, an option key inside quotes.
+    sh.p.send("DESCRIBE sr\t").unwrap();
+    sh.expect("DESCRIBE src");
+    let out = sh.run(";", IN_SET);
+    assert!(out.contains("|   id |    INT | FALSE |"), "{out}");
+    sh.p.send("SET 'execution.checkpointing.interv\t").unwrap();
+    sh.expect("execution.checkpointing.interval");
+    sh.run("' = '7s';", OK);
+    let out = sh.run("SET;", IN_SET);
+    assert!(
+        regex::Regex::new(r"\| +execution\.checkpointing\.interval \| +7 ?s \|")
+            .unwrap()
+            .is_match(&out),
+        "{out}"
+    );
+    sh.line("QUIT;");
+    sh.expect("Goodbye!");
+
+    // History: the last statements come back with the Up arrow, in a new shell too.
+    let home = std::mem::replace(&mut sh._home, tempfile::tempdir().unwrap());
+    drop(sh);
+    let mut sh = Shell::start_in(home, &[]);
+    sh.p.send("\x1b[A\x1b[A").unwrap();
+    sh.expect("SET;");
+    let out = sh.run("", IN_SET);
+    assert!(
+        out.contains("sql-client.execution.result-mode | tableau |"),
+        "{out}"
+    );
     sh.line("QUIT;");
     sh.expect("Goodbye!");
 }
@@ -277,17 +311,21 @@ fn an_insert_job_runs_in_the_background_until_stop_job() {
             .captures(out)
             .map(|c| c[2].parse::<u64>().unwrap())
     };
-    let start = Instant::now();
-    loop {
-        let out = sh.run("SHOW JOBS;", IN_SET);
-        let n = rows_out(&out).unwrap_or_else(|| panic!("{out}"));
-        if n == 2 {
-            break;
+    let wait_rows_out = |sh: &mut Shell, n: u64| {
+        let start = Instant::now();
+        loop {
+            let out = sh.run("SHOW JOBS;", IN_SET);
+            if rows_out(&out).unwrap_or_else(|| panic!("{out}")) == n {
+                return;
+            }
+            assert!(start.elapsed() < WAIT, "{out}");
+            std::thread::sleep(Duration::from_millis(300));
         }
-        assert!(start.elapsed() < WAIT, "{out}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    };
+    wait_rows_out(&mut sh, 2);
+    // A row produced now reaches the running job.
     send(&broker, &input, &[(3, "c")]);
+    wait_rows_out(&mut sh, 3);
     let out = sh.run(
         &format!("STOP JOB '{id}';"),
         r"(\[INFO\] Job .* stopped [^\r\n]*|error: [^\r\n]*)\r?\n",

@@ -51,6 +51,7 @@ fn log_lines_go_above_the_progress_line() {
     let start = Instant::now();
     // Screens on which the progress line and log lines were both shown.
     let mut both = 0;
+    let at_margin = regex::Regex::new(r"^\d{4}-\d\d-\d\dT").unwrap();
     loop {
         assert!(
             start.elapsed() < Duration::from_secs(60),
@@ -76,9 +77,7 @@ fn log_lines_go_above_the_progress_line() {
             let row = row.trim_end();
             if is_log(row) {
                 assert!(
-                    regex::Regex::new(r"^\d{4}-\d\d-\d\dT")
-                        .unwrap()
-                        .is_match(row),
+                    at_margin.is_match(row),
                     "a log line that does not start at the margin (written into the progress line?): {row:?}\n{}",
                     s.contents()
                 );

@@ -134,7 +134,7 @@ pub fn classify(text: &str) -> Result<Command, String> {
             if if_exists {
                 i += 2;
             }
-            match toks.get(i).and_then(|t| name_of(t)) {
+            match toks.get(i).and_then(name_of) {
                 Some(name) if !rest_after(i + 1) => Ok(Command::DropTable { name, if_exists }),
                 _ => Err("DROP TABLE needs one table name: DROP TABLE [IF EXISTS] <name>".into()),
             }
@@ -144,7 +144,7 @@ pub fn classify(text: &str) -> Result<Command, String> {
             ("JOBS", 2) => Ok(Command::ShowJobs),
             _ => Err("SHOW supports SHOW TABLES and SHOW JOBS".into()),
         },
-        "DESCRIBE" | "DESC" => match toks.get(1).and_then(|t| name_of(t)) {
+        "DESCRIBE" | "DESC" => match toks.get(1).and_then(name_of) {
             Some(name) if toks.len() == 2 => Ok(Command::Describe(name)),
             _ => Err("DESCRIBE needs one table name: DESCRIBE <name>".into()),
         },

@@ -130,6 +130,10 @@ pub async fn run(session: &Session, piece: &Piece, out: &mut dyn Write) -> Resul
     while let Ok(b) = rows_rx.try_recv() {
         rows += print_batch(&b, &widths, out);
     }
+    if cancelled {
+        // The terminal echoed `^C` where the cursor was.
+        let _ = writeln!(out);
+    }
     let _ = writeln!(out, "{line}");
     let _ = if cancelled {
         writeln!(
@@ -147,13 +151,30 @@ pub async fn run(session: &Session, piece: &Piece, out: &mut dyn Write) -> Resul
         Some(Err(e)) if !e.is_cancelled() => errors.push(format!("SELECT: {e}")),
         _ => {}
     }
-    errors.extend(drop_subscriptions(&job_id, &sources).await);
+    // Nothing of the query stays on the broker; a broker that does not answer is not waited for
+    // long, and Ctrl-C stops waiting.
+    let attempts = if errors.is_empty() { 10 } else { 1 };
+    tokio::select! {
+        r = tokio::time::timeout(DROP_WAIT, drop_subscriptions(&job_id, &sources, attempts)) => match r {
+            Ok(e) => errors.extend(e),
+            Err(_) => errors.push(format!(
+                "SELECT: the query's subscriptions (named after '{job_id}') could not be dropped within {} s; `pulsar-connect subscriptions` lists what a job keeps",
+                DROP_WAIT.as_secs()
+            )),
+        },
+        _ = interrupt.recv() => errors.push(format!(
+            "SELECT: not waiting for the query's subscriptions (named after '{job_id}') to be dropped: they may stay on the broker"
+        )),
+    }
     if errors.is_empty() {
         Ok(())
     } else {
         Err(errors)
     }
 }
+
+/// How long the shell waits for a query's subscriptions to be dropped.
+const DROP_WAIT: Duration = Duration::from_secs(20);
 
 fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
@@ -180,12 +201,16 @@ fn print_batch(batch: &RecordBatch, widths: &[usize], out: &mut dyn Write) -> u6
 
 /// Drops what the query's sources keep on the broker (their subscriptions); the consumers may take a
 /// moment to be gone after the pipeline ended, so a refusal is tried again.
-async fn drop_subscriptions(job_id: &str, sources: &[(Arc<CatalogTable>, String)]) -> Vec<String> {
+async fn drop_subscriptions(
+    job_id: &str,
+    sources: &[(Arc<CatalogTable>, String)],
+    attempts: u32,
+) -> Vec<String> {
     if sources.is_empty() {
         return Vec::new();
     }
     let mut last = None;
-    for attempt in 0..10 {
+    for attempt in 0..attempts {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }

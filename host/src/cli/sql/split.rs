@@ -196,7 +196,7 @@ mod tests {
     fn positions_are_the_statements_first_character() {
         let (p, _) = split("-- head\n  SHOW TABLES;  DESCRIBE t;\n");
         assert_eq!((p[0].line, p[0].column), (2, 3));
-        assert_eq!((p[1].line, p[1].column), (2, 16));
+        assert_eq!((p[1].line, p[1].column), (2, 17));
     }
 
     #[test]
