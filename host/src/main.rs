@@ -73,7 +73,6 @@ enum Command {
         #[arg(long)]
         drop: bool,
     },
-    /// Inspect and validate a plugin directory.
     /// An interactive SQL shell, as Flink's `sql-client.sh embedded`: SET, CREATE TABLE, SHOW TABLES,
     /// DESCRIBE, SELECT (rows shown live; Ctrl-C stops the query), INSERT (a job in the background),
     /// SHOW JOBS, STOP JOB. Exit codes with -f: 2 an invalid statement, 1 a job failed.
@@ -82,7 +81,12 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         init: Option<PathBuf>,
         /// Run this file's statements and exit (its INSERT jobs run until they end or a signal stops them).
-        #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with = "init")]
+        #[arg(
+            short = 'f',
+            long = "file",
+            value_name = "FILE",
+            conflicts_with = "init"
+        )]
         file: Option<PathBuf>,
         /// Checkpoint directory of INSERT jobs (overrides SET 'state.checkpoints.dir').
         #[arg(long, env = "PULSAR_CONNECT_STATE_DIR")]
@@ -91,6 +95,7 @@ enum Command {
         #[arg(long, env = "PULSAR_CONNECT_SQL_HISTORY")]
         history: Option<PathBuf>,
     },
+    /// Inspect and validate a plugin directory.
     #[command(subcommand)]
     Plugins(pulsar_connect::cli::plugins::PluginsCommand),
     /// Generated documentation.
@@ -121,9 +126,13 @@ fn limit_malloc_arenas() {
 fn main() -> ExitCode {
     limit_malloc_arenas();
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
     // The SQL shell owns the terminal: only warnings and errors are logged there by default.
-    init_tracing(if matches!(cli.command, Command::Sql { .. }) { "warn" } else { "info" });
+    init_tracing(if matches!(cli.command, Command::Sql { .. }) {
+        "warn"
+    } else {
+        "info"
+    });
+    let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
@@ -151,12 +160,12 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Command::Docs { what: DocsCommand::Options } => {
         Command::Sql { init, file, state_dir, history } => pulsar_connect::cli::sql::main(
             pulsar_connect::cli::sql::Options { init, file, state_dir, history },
             registry,
             &rt,
         ),
+        Command::Docs { what: DocsCommand::Options } => {
             print!("{}", job::options_markdown(&registry));
             ExitCode::SUCCESS
         }
