@@ -28,5 +28,5 @@ mod sdk_plugins;
 mod seek_rounds;
 mod shared;
 mod status_page;
-mod takeover;
 mod sql_shell;
+mod takeover;

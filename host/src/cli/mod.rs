@@ -4,5 +4,5 @@ pub mod plugin_install;
 pub mod plugin_new;
 pub mod plugin_test;
 pub mod plugins;
-pub mod subscriptions;
 pub mod sql;
+pub mod subscriptions;
