@@ -501,3 +501,46 @@ fn new_names_languages_that_have_no_template_and_refuses_bad_names() {
         );
     }
 }
+
+/// The router scaffold: its own unit tests, its component, installed, checked and through the kit with the
+/// vectors it comes with (FNV-1a partitions, keyless messages round-robin across calls).
+#[test]
+fn a_scaffolded_rust_router_passes_its_own_vectors() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path();
+    run(Command::new(binary())
+        .args(["plugins", "new", "--kind", "router", "hash-router", "--dir"])
+        .arg(root));
+    let project = root.join("hash-router");
+    let target = root.join("target");
+    let tests = run(project_cargo(&project, &target).args(["test", "--quiet"]));
+    assert!(stdout(&tests).contains("2 passed"), "{}", stdout(&tests));
+    run(project_cargo(&project, &target).args([
+        "build",
+        "--quiet",
+        "--release",
+        "--target",
+        "wasm32-wasip2",
+    ]));
+    let plugins = root.join("plugins");
+    run(Command::new(binary())
+        .args(["plugins", "install"])
+        .arg(target.join("wasm32-wasip2/release/hash_router.wasm"))
+        .arg("--manifest")
+        .arg(project.join("plugin.toml"))
+        .arg("--plugin-dir")
+        .arg(&plugins));
+    std::fs::remove_dir_all(&target).expect("deleting the project's target dir");
+    let out = run(Command::new(binary())
+        .args(["plugins", "test"])
+        .arg(plugins.join("hash-router"))
+        .arg("--vectors")
+        .arg(project.join("tests/vectors.jsonl")));
+    let report = stdout(&out);
+    assert!(report.contains("vectors: 18 passed, 0 failed"), "{report}");
+    assert!(
+        report.contains("ns/key") && report.contains("of the 8 MiB limit"),
+        "{report}"
+    );
+    assert!(report.trim_end().ends_with("ok"), "{report}");
+}
