@@ -334,9 +334,7 @@ INSERT INTO out_rows SELECT seq FROM src;",
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("src")
-            && stderr.contains("inlong.metric.labels")
-            && stderr.contains("'streamId' is not key=value"),
+        stderr.contains("table 'src': option 'inlong.metric.labels': 'groupId=g1&streamId': 'streamId' is not key=value"),
         "{stderr}"
     );
     Ok(())

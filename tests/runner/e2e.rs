@@ -215,7 +215,7 @@ INSERT INTO out SELECT id FROM src;",
     let mut body = String::new();
     while start.elapsed() < Duration::from_secs(20) {
         if let Some(b) = http_get(&addr)
-            && b.contains("pulsar_connect_checkpoints_total 2")
+            && b.contains("pulsar_connect_checkpoints_total{job=\"metrics\"} 2")
         {
             body = b;
             break;
@@ -223,8 +223,8 @@ INSERT INTO out SELECT id FROM src;",
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
-        body.contains("pulsar_connect_rows_in_total{table=\"src\"}")
-            && body.contains("pulsar_connect_rows_out_total{table=\"out\"}"),
+        body.contains("pulsar_connect_rows_in_total{job=\"metrics\",table=\"src\"}")
+            && body.contains("pulsar_connect_rows_out_total{job=\"metrics\",table=\"out\"}"),
         "{body}"
     );
     assert!(

@@ -138,6 +138,21 @@ impl StatusBoard {
         b.checkpoints.push_back(record);
     }
 
+    /// The lag of every partition this process owns, summed (`None` until the broker answered for one):
+    /// for a progress line.
+    pub fn total_lag(&self) -> Option<u64> {
+        let b = self.lock();
+        let lags: Vec<u64> = b
+            .inserts
+            .iter()
+            .flat_map(|i| i.boards.iter())
+            .flat_map(|board| board.snapshot())
+            .filter(|p| p.owned)
+            .filter_map(|p| p.lag_messages)
+            .collect();
+        (!lags.is_empty()).then(|| lags.iter().sum())
+    }
+
     /// The status now: the board joined with the counters of `metrics`.
     pub fn snapshot(&self, metrics: &Metrics) -> Status {
         let b = self.lock();
