@@ -44,12 +44,14 @@ impl Cluster {
             format!(
                 "SET 'pipeline.name' = 'takeover-{}';
 SET 'execution.checkpointing.interval' = '1s';
+SET 'execution.checkpointing.timeout' = '10s';
 CREATE TABLE src (seq BIGINT, payload STRING) WITH (
   'connector' = 'pulsar', 'topic' = '{input}', 'service-url' = '{su}', 'admin-url' = '{au}',
   'format' = 'json', 'scan.startup.mode' = 'earliest', 'subscription-type' = '{kind}');
 CREATE TABLE dst (seq BIGINT, payload STRING) WITH (
   'connector' = 'pulsar', 'topic' = '{output}', 'service-url' = '{su}', 'format' = 'json',
-  'sink.semantic' = 'exactly-once', 'transaction-timeout' = '{}s');
+  'sink.semantic' = 'exactly-once', 'transaction-timeout' = '{}s',
+  'max-block-time-ms' = '3000');
 INSERT INTO dst SELECT seq, payload FROM src;",
                 now_ms(),
                 TXN_TIMEOUT.as_secs(),

@@ -119,11 +119,27 @@ async fn request(
     config: &ClientConfig,
     path: &str,
 ) -> Result<(String, reqwest::Response)> {
+    send(method, admin_url, config, path, None).await
+}
+
+/// [`request`] with a JSON body.
+async fn send(
+    method: reqwest::Method,
+    admin_url: &str,
+    config: &ClientConfig,
+    path: &str,
+    json: Option<String>,
+) -> Result<(String, reqwest::Response)> {
     let url = format!("{}{path}", admin_url.trim_end_matches('/'));
     let (http, token) = rest_client(config).await?;
     let mut req = http.request(method.clone(), &url);
     if let Some(t) = token {
         req = req.bearer_auth(t);
+    }
+    if let Some(body) = json {
+        req = req
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
     }
     let resp = req
         .send()
@@ -322,6 +338,63 @@ pub async fn analyze_backlog(
 /// `msgBacklog` of `subscription` in a topic's stats.
 pub fn backlog_in_stats(stats: &serde_json::Value, subscription: &str) -> Option<u64> {
     stats["subscriptions"][subscription]["msgBacklog"].as_u64()
+}
+
+/// The path of a topic's properties (`None` for a non-persistent topic).
+fn properties_path(topic: &TopicName) -> Option<String> {
+    persistent_path(topic).map(|p| format!("/admin/v2/persistent/{p}/properties"))
+}
+
+/// A topic's properties (`GET .../properties`; a partitioned topic's are its metadata's).
+pub async fn topic_properties(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+) -> Result<BTreeMap<String, String>> {
+    let Some(path) = properties_path(topic) else {
+        return Ok(BTreeMap::new());
+    };
+    let v = get_json(admin_url, config, &path).await?;
+    Ok(v.as_object()
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// Sets properties of a topic, keeping the others (`PUT .../properties`).
+pub async fn set_topic_properties(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+    properties: &BTreeMap<String, String>,
+) -> Result<()> {
+    let Some(path) = properties_path(topic) else {
+        anyhow::bail!("{topic} is not persistent: it has no properties");
+    };
+    let body = serde_json::to_string(properties)?;
+    send(reqwest::Method::PUT, admin_url, config, &path, Some(body)).await?;
+    Ok(())
+}
+
+/// Removes one property of a topic (`DELETE .../properties?key=`).
+pub async fn remove_topic_property(
+    admin_url: &str,
+    config: &ClientConfig,
+    topic: &TopicName,
+    key: &str,
+) -> Result<()> {
+    let Some(path) = properties_path(topic) else {
+        return Ok(());
+    };
+    delete(
+        admin_url,
+        config,
+        &format!("{path}?key={}", path_segment(key)),
+    )
+    .await
 }
 
 /// What a topic's internal stats say about retention.

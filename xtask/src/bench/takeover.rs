@@ -1,6 +1,7 @@
 //! `cargo xtask bench --takeover-rounds N`: how long a SIGKILLed process's partitions stand still (issue 35,
 //! ADR 0023). Three processes copy a 6-partition json topic Pulsar → Pulsar exactly-once through a
-//! `Failover` subscription (1 s checkpoints, defaults otherwise) while a datagen job feeds it ~2 000 rows/s;
+//! `Failover` subscription (1 s checkpoints; a 10 s checkpoint timeout and a 3 s commit wait, which a
+//! 1-minute `transaction-timeout` needs; defaults otherwise) while a datagen job feeds it ~2 000 rows/s;
 //! an observer job (pulsar → print, read-committed as any consumer) timestamps every output row as it
 //! arrives. Once the copy runs steadily, one copier is SIGKILLed and the feed stops at the same instant.
 //! Measured from the kill: the first output row of the killed process's partitions (written by a survivor),
@@ -107,12 +108,13 @@ INSERT INTO input SELECT * FROM gen;"
         &format!(
             "SET 'pipeline.name' = 'bench-takeover-{id}';
 SET 'execution.checkpointing.interval' = '1s';
+SET 'execution.checkpointing.timeout' = '10s';
 CREATE TABLE src (seq BIGINT, payload STRING, part STRING METADATA FROM 'topic' VIRTUAL) WITH (
   'connector' = 'pulsar', 'topic' = '{input}', 'service-url' = '{su}', 'admin-url' = '{au}',
   'format' = 'json', 'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover');
 CREATE TABLE dst (seq BIGINT, part STRING) WITH ('connector' = 'pulsar', 'topic' = '{output}',
   'service-url' = '{su}', 'admin-url' = '{au}', 'format' = 'json', 'sink.semantic' = 'exactly-once',
-  'transaction-timeout' = '{timeout}');
+  'transaction-timeout' = '{timeout}', 'max-block-time-ms' = '3000');
 INSERT INTO dst SELECT seq, part FROM src;"
         ),
     )?;

@@ -58,9 +58,22 @@ pub struct TxnAcks {
     recovered: watch::Sender<Option<Result<(), String>>>,
     /// Per checkpoint id: what the source had emitted when it took that checkpoint.
     positions: Mutex<BTreeMap<u64, Vec<SplitAck>>>,
-    /// The subscription name that records this process as the owner of each transaction the sink opens
-    /// ([`super::source::takeover::owner_tag`]); none outside a running source.
-    owner_tag: Option<String>,
+    /// Where the sink records the transactions this process owns, so that its survivors can end them
+    /// (ADR 0023); none unless the source shares its subscription with other processes.
+    owner: Option<OwnerRecord>,
+    /// The topic whose properties hold the records: the claiming sink's.
+    record_topic: Mutex<Option<crate::pulsar::topics::TopicName>>,
+}
+
+/// How the sink records the transactions this process owns: a property of its topic, named after the
+/// source's subscription and this process ([`super::source::takeover::owner_key`]), written through the
+/// source table's admin API.
+#[derive(Debug, Clone)]
+pub struct OwnerRecord {
+    /// The property's name.
+    pub key_prefix: String,
+    pub cfg: std::sync::Arc<super::config::PulsarTableConfig>,
+    pub admin_url: String,
 }
 
 impl Default for TxnAcks {
@@ -70,24 +83,37 @@ impl Default for TxnAcks {
             txn_timeout: Mutex::new(None),
             recovered: watch::channel(None).0,
             positions: Mutex::new(BTreeMap::new()),
-            owner_tag: None,
+            owner: None,
+            record_topic: Mutex::new(None),
         }
     }
 }
 
 impl TxnAcks {
-    /// The hand-off of a source whose process registers `owner_tag` in each of the sink's transactions.
-    pub fn owned_by(owner_tag: String) -> Self {
+    /// The hand-off of a source whose process records the transactions it owns with `owner`.
+    pub fn owned_by(owner: OwnerRecord) -> Self {
         TxnAcks {
-            owner_tag: Some(owner_tag),
+            owner: Some(owner),
             ..TxnAcks::default()
         }
     }
 
-    /// The subscription name the sink registers (on its own topic) in every transaction it opens, so
-    /// that the survivors of this process can tell its transactions from those of live processes.
-    pub fn owner_tag(&self) -> Option<&str> {
-        self.owner_tag.as_deref()
+    /// Where the sink records the transactions it opens (ADR 0023), if anywhere.
+    pub fn owner(&self) -> Option<&OwnerRecord> {
+        self.owner.as_ref()
+    }
+
+    /// The claiming sink records its transactions in `topic`'s properties.
+    pub fn set_record_topic(&self, topic: crate::pulsar::topics::TopicName) {
+        *self.record_topic.lock().unwrap_or_else(|e| e.into_inner()) = Some(topic);
+    }
+
+    /// The topic whose properties hold the records (once the sink claimed the hand-off).
+    pub fn record_topic(&self) -> Option<crate::pulsar::topics::TopicName> {
+        self.record_topic
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The sink takes over the source's acknowledgements; its transactions time out after `txn_timeout`.

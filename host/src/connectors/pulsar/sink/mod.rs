@@ -195,6 +195,7 @@ impl Sink for PulsarSink {
             && let Some(acks) = ctx.link.get::<TxnAcks>()
         {
             acks.claim(self.spec.cfg.sink.txn_timeout);
+            acks.set_record_topic(self.spec.topic.clone());
             info!(table = %self.spec.cfg.table, "the Pulsar source's acknowledgements go into this sink's transactions");
             self.txn_acks = Some(acks);
         }
@@ -321,11 +322,12 @@ impl Sink for PulsarSink {
                 self.ack_source_in_txn(&acks, id).await?;
             }
             let current = self.txn.take();
-            let next = self.open_txn().await?;
-            self.txn = Some(next);
+            // Pending before the next one opens: the owner record lists both (ADR 0023).
             if let Some(t) = current {
                 self.pending.push_back((id, t));
             }
+            let next = self.open_txn().await?;
+            self.txn = Some(next);
             return Ok(serde_json::to_value(TxnState {
                 commit: current.map(|t| TxnRef(t.id()).to_string()),
                 abort: Some(TxnRef(next.id()).to_string()),

@@ -105,11 +105,12 @@ impl PulsarSink {
     pub(super) async fn open_txn(&mut self) -> Result<Transaction> {
         let timeout = self.txn_timeout();
         let table = self.spec.cfg.table.clone();
-        let owner_tag = self
-            .txn_acks
-            .as_ref()
-            .and_then(|a| a.owner_tag())
-            .map(str::to_owned);
+        let owner = self.txn_acks.as_ref().and_then(|a| a.owner()).cloned();
+        let subtask = self.subtask.index;
+        let record_topic = self.spec.topic.clone();
+        // With this one, the transactions of this sink subtask that may still be open.
+        let mut open: Vec<TxnRef> = self.pending.iter().map(|(_, t)| TxnRef(t.id())).collect();
+        open.extend(self.txn.map(|t| TxnRef(t.id())));
         let run = self.running().await?;
         let txn = run.client.new_transaction(timeout).await.map_err(|e| {
             anyhow!("table '{table}': opening a transaction (is transactionCoordinatorEnabled=true on the broker?): {e}")
@@ -119,23 +120,41 @@ impl PulsarSink {
             .partition_topics()
             .map(|t| t.to_string())
             .collect();
-        // Linked: the owner is recorded in the transaction before anything is written or acknowledged in
-        // it (ADR 0023): a subscription named after this process on the sink's own first partition,
-        // where none exists (ending the transaction there is a no-op for the broker).
-        if let (Some(tag), Some(first)) = (owner_tag, topics.first()) {
-            run.client
-                .register_subscription_to_transaction(txn, first.clone(), tag)
+        // Shared subscription: this process is recorded as the transaction's owner before anything is
+        // written or acknowledged in it (ADR 0023), while the partitions are registered.
+        open.push(TxnRef(txn.id()));
+        let record = async {
+            match &owner {
+                Some(o) => crate::connectors::pulsar::source::takeover::record_owned(
+                    o,
+                    &record_topic,
+                    subtask,
+                    &open,
+                )
                 .await
                 .map_err(|e| {
-                    anyhow!("table '{table}': recording this process as the owner of transaction {}: {e}", TxnRef(txn.id()))
-                })?;
-        }
-        for t in topics {
-            run.client
-                .register_partition_to_transaction(txn, t.clone())
-                .await
-                .map_err(|e| anyhow!("table '{table}': registering {t} with transaction: {e}"))?;
-        }
+                    anyhow!(
+                        "table '{table}': recording this process as the owner of transaction {}: {e:#}",
+                        TxnRef(txn.id())
+                    )
+                }),
+                None => Ok(()),
+            }
+        };
+        let register = async {
+            for t in topics {
+                run.client
+                    .register_partition_to_transaction(txn, t.clone())
+                    .await
+                    .map_err(|e| {
+                        anyhow!("table '{table}': registering {t} with transaction: {e}")
+                    })?;
+            }
+            anyhow::Ok(())
+        };
+        let (recorded, registered) = tokio::join!(record, register);
+        recorded?;
+        registered?;
         Ok(txn)
     }
 

@@ -229,7 +229,8 @@ impl PulsarSource {
     /// ends what gone processes left open (ADR 0023). Needs the admin API.
     fn watch_takeovers(&self, run: &Running) -> Option<takeover::Takeover> {
         let cfg = &self.spec.cfg;
-        if cfg.source.subscription_kind == SubscriptionKind::Exclusive || self.linked().is_none() {
+        let acks = self.linked()?;
+        if cfg.source.subscription_kind == SubscriptionKind::Exclusive {
             return None;
         }
         let Some(admin_url) = cfg.admin_url.clone() else {
@@ -253,6 +254,7 @@ impl PulsarSource {
             subscription: self.subscription.clone(),
             topics,
             me: crate::pulsar::reader::consumer_name().to_owned(),
+            acks,
             metrics: self.takeover_metrics.clone(),
         }))
     }
@@ -365,11 +367,26 @@ impl Source for PulsarSource {
         if kind != SubscriptionKind::Exclusive
             || (self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none())
         {
-            // Shared with the other source subtasks that feed the same sink subtask; the sink records this
-            // process as the owner of its transactions (ADR 0023).
-            let tag =
-                takeover::owner_tag(&self.subscription, crate::pulsar::reader::consumer_name());
-            self.txn_acks = Some(ctx.link.offer_shared(|| TxnAcks::owned_by(tag)));
+            // Shared with the other source subtasks that feed the same sink subtask. Several processes
+            // on the subscription: the sink records this process as the owner of its transactions, so
+            // that the survivors can end them if it dies (ADR 0023).
+            let owner = match (&self.spec.cfg.admin_url, kind) {
+                (
+                    Some(url),
+                    SubscriptionKind::Failover
+                    | SubscriptionKind::Shared
+                    | SubscriptionKind::KeyShared,
+                ) => Some(super::txn_acks::OwnerRecord {
+                    key_prefix: takeover::owner_key_prefix(&self.subscription),
+                    cfg: self.spec.cfg.clone(),
+                    admin_url: url.clone(),
+                }),
+                _ => None,
+            };
+            self.txn_acks = Some(ctx.link.offer_shared(|| match owner {
+                Some(o) => TxnAcks::owned_by(o),
+                None => TxnAcks::default(),
+            }));
         }
     }
 

@@ -6,19 +6,19 @@
 //! one) and its uncommitted output (which holds back every read-committed reader of the output topic):
 //! both wait until the coordinator times the transaction out. Instead:
 //!
-//! - **Owners are recorded in the transaction.** The sink registers, in every transaction it opens and
-//!   before it writes or acknowledges anything in it, a subscription named [`owner_tag`] (the source's
-//!   subscription, `.owner.`, this process's consumer name) on its own topic, where no such subscription
-//!   exists. The coordinator keeps it with the transaction (the admin API lists it among the
-//!   transaction's acknowledged partitions); ending the transaction on a subscription that does not exist
-//!   is a no-op for the broker. Nothing is written anywhere else, and the record ends with the transaction.
+//! - **Owners are recorded beside the output.** Before a linked sink writes or acknowledges anything in
+//!   a new transaction, it sets a property of its own topic named [`owner_key`] (the source's
+//!   subscription, `.owner.`, the sink subtask, this process's consumer name) to the transactions it may
+//!   still have open (the pre-committed ones and the new one), through the source table's admin API.
+//!   One property per sink subtask and process, rewritten at every checkpoint; the survivor that ends a
+//!   gone owner's transactions removes its property.
 //! - **A process is alive while its consumers are connected.** Every process subscribes to every split
 //!   under its consumer name, so the subscription's consumers (the topic's stats) are the live owners. A
 //!   process stopped by SIGSTOP or cut off keeps its connection (and so its transactions) until the broker
 //!   closes it for missed keep-alives; only then does it lose its partitions and count as gone.
 //! - **The watcher** ([`spawn`]) polls the subscription's consumers every [`POLL`]. At start and whenever
-//!   a consumer left, it lists the open transactions; one whose owner has been missing for [`GRACE`]
-//!   (two polls, so a reconnect is not a death) is aborted through the coordinator. Its acknowledgements
+//!   a consumer left, it reads the records; the transactions of an owner missing for [`GRACE`] (two
+//!   polls, so a reconnect is not a death) are aborted through the coordinator. Its acknowledgements
 //!   come back to the subscription and its output is dropped; the rows are copied again by the partition's
 //!   new owner. With `Failover` the active readers then ask the broker to dispatch again what no
 //!   transaction holds (the single-active-consumer dispatcher does not resend released messages).
@@ -37,7 +37,8 @@ use tracing::{debug, info, warn};
 
 use crate::connector_api::TakeoverMetrics;
 use crate::connectors::pulsar::config::PulsarTableConfig;
-use crate::pulsar::admin::{self, OpenTransaction, SlowTransactions};
+use crate::connectors::pulsar::txn_acks::{OwnerRecord, TxnAcks};
+use crate::pulsar::admin;
 use crate::pulsar::topics::TopicName;
 use crate::pulsar::transactions::{EndOutcome, TxnCoordinator, TxnRef};
 
@@ -50,50 +51,69 @@ const SWEEPS: u32 = 4;
 
 const OWNER: &str = ".owner.";
 
-/// The subscription name that records, in a transaction, which process owns it.
-pub fn owner_tag(subscription: &str, consumer: &str) -> String {
-    format!("{subscription}{OWNER}{consumer}")
+/// The first part of the property names recording the owners of `subscription`'s transactions.
+pub fn owner_key_prefix(subscription: &str) -> String {
+    format!("{subscription}{OWNER}")
 }
 
-/// The owner recorded by an [`owner_tag`] of `subscription`.
-pub fn tag_owner<'a>(tag: &'a str, subscription: &str) -> Option<&'a str> {
-    tag.strip_prefix(subscription)?
-        .strip_prefix(OWNER)
-        .filter(|o| !o.is_empty())
+/// The property recording the open transactions of sink subtask `subtask` in process `consumer`.
+pub fn owner_key(prefix: &str, subtask: usize, consumer: &str) -> String {
+    format!("{prefix}{subtask}.{consumer}")
 }
 
-/// An open transaction a process of this job owns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnedTransaction {
-    pub id: (u64, u64),
-    pub owner: String,
-    /// The topics it acknowledged on the subscription (the partitions whose messages it holds).
-    pub holds: Vec<String>,
+/// The owner (consumer name) a property under `prefix` records.
+pub fn key_owner<'a>(key: &'a str, prefix: &str) -> Option<&'a str> {
+    let (subtask, consumer) = key.strip_prefix(prefix)?.split_once('.')?;
+    subtask.parse::<usize>().ok()?;
+    Some(consumer).filter(|c| !c.is_empty())
 }
 
-/// The open transactions tagged with an owner on `subscription` (any other transaction is not this job's
-/// and is never touched).
-pub fn owned_transactions(open: &[OpenTransaction], subscription: &str) -> Vec<OwnedTransaction> {
-    open.iter()
-        .filter_map(|t| {
-            let owner = t
-                .acked
-                .values()
-                .flatten()
-                .find_map(|sub| tag_owner(sub, subscription))?;
-            let holds = t
-                .acked
-                .iter()
-                .filter(|(_, subs)| subs.contains(subscription))
-                .map(|(topic, _)| topic.clone())
-                .collect();
-            Some(OwnedTransaction {
-                id: t.id,
-                owner: owner.to_owned(),
-                holds,
-            })
-        })
-        .collect()
+/// What the records say: per owner, its properties and the transactions they list.
+pub fn recorded_owners(
+    properties: &BTreeMap<String, String>,
+    prefix: &str,
+) -> BTreeMap<String, Vec<(String, Vec<TxnRef>)>> {
+    let mut out: BTreeMap<String, Vec<(String, Vec<TxnRef>)>> = BTreeMap::new();
+    for (key, value) in properties {
+        let Some(owner) = key_owner(key, prefix) else {
+            continue;
+        };
+        let txns = value
+            .split(',')
+            .filter_map(|t| t.trim().parse::<TxnRef>().ok())
+            .collect();
+        out.entry(owner.to_owned())
+            .or_default()
+            .push((key.clone(), txns));
+    }
+    out
+}
+
+/// Records, before `open`'s last transaction is used, that this process owns `open` (sink subtask
+/// `subtask`), as a property of `topic`.
+pub async fn record_owned(
+    owner: &OwnerRecord,
+    topic: &TopicName,
+    subtask: usize,
+    open: &[TxnRef],
+) -> anyhow::Result<()> {
+    let key = owner_key(
+        &owner.key_prefix,
+        subtask,
+        crate::pulsar::reader::consumer_name(),
+    );
+    let value = open
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    admin::set_topic_properties(
+        &owner.admin_url,
+        &owner.cfg.client,
+        topic,
+        &BTreeMap::from([(key, value)]),
+    )
+    .await
 }
 
 /// When each owner of an open transaction was first seen missing from the subscription.
@@ -182,6 +202,8 @@ pub struct Watched {
     pub topics: Vec<(TopicName, bool)>,
     /// This process's consumer name (never gone while the watcher runs).
     pub me: String,
+    /// Where the sink records its transactions.
+    pub acks: Arc<TxnAcks>,
     pub metrics: TakeoverMetrics,
 }
 
@@ -276,49 +298,58 @@ async fn connected(w: &Watched) -> anyhow::Result<BTreeSet<String>> {
     Ok(names)
 }
 
-/// Lists the open transactions and aborts those of owners gone for [`GRACE`]; returns how many of them
-/// ended (here or by another survivor).
+/// Reads the records and aborts the transactions of owners gone for [`GRACE`]; returns how many of
+/// their transactions ended (here or by another survivor).
 async fn sweep(
     w: &Watched,
     connected: &BTreeSet<String>,
     absence: &mut Absence,
     tc: &mut Option<TxnCoordinator>,
 ) -> anyhow::Result<usize> {
-    let open = match admin::slow_transactions(&w.admin_url, &w.cfg.client).await? {
-        SlowTransactions::Listed(open) => open,
-        SlowTransactions::CoordinatorNotLoaded(e) => {
-            debug!(table = %w.cfg.table, "not every transaction coordinator is loaded yet: {e}");
-            return Ok(0);
-        }
+    let (Some(topic), Some(owner)) = (w.acks.record_topic(), w.acks.owner()) else {
+        return Ok(0);
     };
-    let owned = owned_transactions(&open, &w.subscription);
+    let properties = admin::topic_properties(&w.admin_url, &w.cfg.client, &topic).await?;
+    let owners = recorded_owners(&properties, &owner.key_prefix);
     let gone = absence.gone(
-        owned.iter().map(|t| t.owner.as_str()),
+        owners.keys().map(String::as_str),
         connected,
         Instant::now(),
         GRACE,
     );
     let mut ended = 0;
-    for t in owned.iter().filter(|t| gone.contains(&t.owner)) {
-        let coordinator = match tc {
-            Some(c) => c,
-            None => tc.insert(TxnCoordinator::connect(&w.cfg.client).await?),
+    for name in &gone {
+        let Some(records) = owners.get(name) else {
+            continue;
         };
-        let txn = TxnRef(magnetar::proto::TxnId::new(t.id.0, t.id.1));
-        match coordinator.abort(txn).await {
-            Ok(EndOutcome::Done) => {
-                w.metrics.aborted.inc();
-                info!(table = %w.cfg.table, txn = %txn, owner = %t.owner, holds = ?t.holds, subscription = %w.subscription, "took over from a process that is gone: aborted its open transaction (its acknowledgements return to the subscription, its output is dropped)");
+        for (key, txns) in records {
+            for txn in txns {
+                let coordinator = match tc {
+                    Some(c) => c,
+                    None => tc.insert(TxnCoordinator::connect(&w.cfg.client).await?),
+                };
+                match coordinator.abort(*txn).await {
+                    Ok(EndOutcome::Done) => {
+                        w.metrics.aborted.inc();
+                        info!(table = %w.cfg.table, txn = %txn, owner = %name, subscription = %w.subscription, "took over from a process that is gone: aborted its open transaction (its acknowledgements return to the subscription, its output is dropped)");
+                    }
+                    Ok(EndOutcome::Unknown(why)) => {
+                        debug!(table = %w.cfg.table, txn = %txn, "the gone owner's transaction already ended: {why}")
+                    }
+                    // Committing or aborting already (its owner, or another survivor, got there first).
+                    Err(e) => {
+                        debug!(table = %w.cfg.table, txn = %txn, "aborting the gone owner's transaction: {e:#}")
+                    }
+                }
+                ended += 1;
             }
-            Ok(EndOutcome::Unknown(why)) => {
-                debug!(table = %w.cfg.table, txn = %txn, "the gone owner's transaction already ended: {why}")
-            }
-            // Committing or aborting already (its owner, or another survivor, got there first).
-            Err(e) => {
-                debug!(table = %w.cfg.table, txn = %txn, "aborting the gone owner's transaction: {e:#}")
+            // Nothing of it is open any more: the record goes (another survivor may have removed it).
+            if let Err(e) =
+                admin::remove_topic_property(&w.admin_url, &w.cfg.client, &topic, key).await
+            {
+                debug!(table = %w.cfg.table, key = %key, "removing a gone owner's record: {e:#}");
             }
         }
-        ended += 1;
     }
     Ok(ended)
 }
@@ -328,55 +359,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tags_name_their_owner_and_subscription() {
-        let tag = owner_tag("pulsar-connect-job-0-src", "pulsar-connect-host-1f-0a");
+    fn keys_name_their_subscription_subtask_and_owner() {
+        let prefix = owner_key_prefix("pulsar-connect-job-0-src");
+        let key = owner_key(&prefix, 1, "pulsar-connect-host.example-1f-0a");
         assert_eq!(
-            tag_owner(&tag, "pulsar-connect-job-0-src"),
-            Some("pulsar-connect-host-1f-0a")
+            key,
+            "pulsar-connect-job-0-src.owner.1.pulsar-connect-host.example-1f-0a"
         );
-        assert_eq!(tag_owner(&tag, "pulsar-connect-job-0-sr"), None);
         assert_eq!(
-            tag_owner("pulsar-connect-job-0-src", "pulsar-connect-job-0-src"),
+            key_owner(&key, &prefix),
+            Some("pulsar-connect-host.example-1f-0a")
+        );
+        assert_eq!(
+            key_owner(&key, &owner_key_prefix("pulsar-connect-job-0-sr")),
             None
         );
         assert_eq!(
-            tag_owner(
-                "pulsar-connect-job-0-src.owner.",
-                "pulsar-connect-job-0-src"
-            ),
+            key_owner("pulsar-connect-job-0-src.owner.x.y", &prefix),
+            None
+        );
+        assert_eq!(
+            key_owner("pulsar-connect-job-0-src.owner.2.", &prefix),
             None
         );
     }
 
     #[test]
-    fn only_tagged_transactions_of_the_subscription_are_owned() {
-        let slow = serde_json::json!({
-            "(0,3)": {"txnId": "(0,3)", "ackedPartitions": {
-                "persistent://public/default/in-partition-1": {"sub": {}},
-                "persistent://public/default/out-partition-0": {"sub.owner.p1": {}}}},
-            "(0,4)": {"txnId": "(0,4)", "ackedPartitions": {
-                "persistent://public/default/in-partition-1": {"sub": {}}}},
-            "(0,5)": {"txnId": "(0,5)", "ackedPartitions": {
-                "persistent://public/default/out-partition-0": {"other.owner.p1": {}}}},
-            "(0,6)": {"txnId": "(0,6)", "ackedPartitions": {
-                "persistent://public/default/out-partition-0": {"sub.owner.p2": {}}}}
-        });
-        let owned = owned_transactions(&admin::open_transactions(&slow), "sub");
-        assert_eq!(
-            owned,
-            vec![
-                OwnedTransaction {
-                    id: (0, 3),
-                    owner: "p1".into(),
-                    holds: vec!["persistent://public/default/in-partition-1".into()],
-                },
-                OwnedTransaction {
-                    id: (0, 6),
-                    owner: "p2".into(),
-                    holds: vec![],
-                },
-            ]
-        );
+    fn records_of_the_subscription_are_read_by_owner() {
+        let prefix = owner_key_prefix("sub");
+        let props = BTreeMap::from([
+            ("sub.owner.0.p1".to_owned(), "0:3,0:4".to_owned()),
+            ("sub.owner.1.p1".to_owned(), "1:9".to_owned()),
+            ("sub.owner.0.p2".to_owned(), "0:5, junk".to_owned()),
+            ("other.owner.0.p1".to_owned(), "0:7".to_owned()),
+            ("unrelated".to_owned(), "x".to_owned()),
+        ]);
+        let owners = recorded_owners(&props, &prefix);
+        assert_eq!(owners.keys().collect::<Vec<_>>(), ["p1", "p2"]);
+        let txns = |o: &str| -> Vec<String> {
+            owners[o]
+                .iter()
+                .flat_map(|(_, t)| t.iter().map(ToString::to_string))
+                .collect()
+        };
+        assert_eq!(txns("p1"), ["0:3", "0:4", "1:9"]);
+        assert_eq!(txns("p2"), ["0:5"]);
     }
 
     #[test]
