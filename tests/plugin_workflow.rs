@@ -472,7 +472,7 @@ fn a_reinstall_replaces_the_plugin_in_one_step() {
 }
 
 #[test]
-fn new_names_languages_that_have_no_template_and_refuses_bad_names() {
+fn new_writes_python_and_javascript_projects_and_refuses_bad_names() {
     let tmp = tempfile::tempdir().unwrap();
     let bad = Command::new(binary())
         .args(["plugins", "new", "--kind", "format", "Bad Name", "--dir"])
