@@ -159,20 +159,34 @@ fn proc_hwm_mb(pid: u32) -> f64 {
         / 1024.0
 }
 
-fn unlabelled_metric(body: &str, name: &str) -> f64 {
-    let prefix = format!("{name} ");
+/// The value of the first series `name` whose labels include `want` (others, such as the `job` every
+/// series carries, are ignored); 0 when there is none.
+fn series(body: &str, name: &str, want: &[(&str, &str)]) -> f64 {
     body.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|v| v.trim().parse().ok())
+        .find_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let (labels, value) = match rest.strip_prefix('{') {
+                Some(r) => r.split_once("} ")?,
+                None => ("", rest.strip_prefix(' ')?),
+            };
+            let has = |(k, v): &(&str, &str)| {
+                labels.split(',').any(|pair| pair == format!("{k}=\"{v}\""))
+            };
+            if want.iter().all(has) {
+                value.trim().parse().ok()
+            } else {
+                None
+            }
+        })
         .unwrap_or(0.0)
 }
 
+fn unlabelled_metric(body: &str, name: &str) -> f64 {
+    series(body, name, &[])
+}
+
 fn metric(body: &str, name: &str, table: &str) -> f64 {
-    let prefix = format!("{name}{{table=\"{table}\"}} ");
-    body.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0.0)
+    series(body, name, &[("table", table)])
 }
 
 struct Ctx {
@@ -886,4 +900,23 @@ fn write_benchmarks(
     fs::write(&path, new).with_context(|| format!("writing {}", path.display()))?;
     eprintln!("wrote {}", path.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{metric, unlabelled_metric};
+
+    #[test]
+    fn series_are_read_whatever_other_labels_they_carry() {
+        let body = "pulsar_connect_rows_in_total{job=\"j\",table=\"other\"} 3\n\
+                    pulsar_connect_rows_in_total{job=\"j\",table=\"src\",groupId=\"g\"} 7\n\
+                    pulsar_connect_checkpoints_total_x 9\n\
+                    pulsar_connect_checkpoints_total{job=\"j\"} 2\n";
+        assert_eq!(metric(body, "pulsar_connect_rows_in_total", "src"), 7.0);
+        assert_eq!(
+            unlabelled_metric(body, "pulsar_connect_checkpoints_total"),
+            2.0
+        );
+        assert_eq!(metric(body, "pulsar_connect_rows_out_total", "src"), 0.0);
+    }
 }
