@@ -25,7 +25,7 @@ const PARTITIONS: u32 = 6;
 const PER_PHASE: u64 = 10_000;
 
 /// Rows `from..to`, row `i` to partition `i % 6` (each partition in sequence order).
-async fn produce(broker: &TestBroker, input: &str, from: u64, to: u64) -> Result<()> {
+pub(super) async fn produce(broker: &TestBroker, input: &str, from: u64, to: u64) -> Result<()> {
     let client = broker.client().await?;
     for p in 0..PARTITIONS {
         let producer = client

@@ -11,10 +11,10 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use magnetar::OutgoingMessage;
 use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 
 use super::exactly_once::copy_job::{read_payloads, seq_of, spawn, warm_up};
+use super::failover::produce;
 
 const PARTITIONS: u32 = 6;
 /// Long enough that waiting for it would fail every check below.
@@ -139,11 +139,11 @@ INSERT INTO dst SELECT seq, payload FROM src;",
     fn feed(&self, from: u64, to: u64) -> tokio::task::JoinHandle<Result<()>> {
         let input = self.input.clone();
         tokio::spawn(async move {
-            let feeder = Feeder { input };
+            let broker = TestBroker::get();
             let mut at = from;
             while at < to {
                 let next = (at + 500).min(to);
-                feeder.produce(at, next).await?;
+                produce(&broker, &input, at, next).await?;
                 at = next;
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -199,40 +199,6 @@ impl Drop for Cluster {
             child.kill().ok();
             child.wait().ok();
         }
-    }
-}
-
-/// Produces the input's rows: row `i` to partition `i % 6` (each partition in sequence order).
-struct Feeder {
-    input: String,
-}
-
-impl Feeder {
-    async fn produce(&self, from: u64, to: u64) -> Result<()> {
-        let client = TestBroker::get().client().await?;
-        for p in 0..PARTITIONS {
-            let producer = client
-                .producer(format!("{}-partition-{p}", self.input))
-                .batching(500, 1 << 20)
-                .batching_max_publish_delay(Duration::from_millis(5))
-                .create()
-                .await?;
-            let sends: Vec<_> = (from..to)
-                .filter(|i| i % u64::from(PARTITIONS) == u64::from(p))
-                .map(|i| {
-                    producer.send(
-                        OutgoingMessage::with_payload(
-                            format!(r#"{{"seq":{i},"payload":"p{p}"}}"#).into_bytes(),
-                        )
-                        .into(),
-                    )
-                })
-                .collect();
-            futures::future::try_join_all(sends).await?;
-            producer.close().await?;
-        }
-        client.close().await;
-        Ok(())
     }
 }
 

@@ -71,9 +71,11 @@ struct Procs(Vec<Child>);
 impl Drop for Procs {
     fn drop(&mut self) {
         for c in &mut self.0 {
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
+            if matches!(c.try_wait(), Ok(None)) {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &c.id().to_string()])
+                    .status();
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(15);
         for c in &mut self.0 {
@@ -150,11 +152,13 @@ INSERT INTO shown SELECT * FROM out_rows;"
                     continue;
                 };
                 let now = Instant::now();
-                let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
-                if s.first.contains_key(&seq) {
-                    s.duplicates += 1;
-                } else {
-                    s.first.insert(seq, now);
+                let mut guard = seen.lock().unwrap_or_else(|e| e.into_inner());
+                let s = &mut *guard;
+                match s.first.entry(seq) {
+                    std::collections::btree_map::Entry::Occupied(_) => s.duplicates += 1,
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(now);
+                    }
                 }
                 s.by_partition.entry(part).or_default().push(now);
             }
@@ -173,6 +177,15 @@ INSERT INTO shown SELECT * FROM out_rows;"
         let rows = seen.lock().unwrap_or_else(|e| e.into_inner()).first.len();
         if reading && rows > 4_000 {
             break;
+        }
+        // A copier that ended already (a broker refusal at start) makes the round meaningless.
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            if let Ok(Some(status)) = procs.0[i + 1].try_wait() {
+                bail!(
+                    "copier {name} ended before the kill ({status}); its log: {}",
+                    log(name).display()
+                );
+            }
         }
         if Instant::now() > deadline {
             bail!(
