@@ -241,6 +241,12 @@ async fn shared_a_killed_processs_messages_are_taken_over_long_before_its_transa
     kill_round("Shared").await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_shared_a_killed_processs_messages_are_taken_over_long_before_its_transaction_times_out()
+-> Result<()> {
+    kill_round("Key_Shared").await
+}
+
 /// The whole job on one machine: its only process is killed while it copies and started again; the new
 /// run ends the transaction the old one left open (its consumer name is gone) instead of waiting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
