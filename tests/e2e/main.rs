@@ -27,6 +27,6 @@ mod routing_vectors;
 mod sdk_plugins;
 mod seek_rounds;
 mod shared;
-mod status_page;
 mod sql_shell;
+mod status_page;
 mod takeover;
