@@ -1,6 +1,7 @@
-//! One-line live progress on a terminal (stderr): rates, totals, last checkpoint, the splits this process
-//! reads. Nothing when not a terminal. The line is the [`crate::terminal`]'s status line: log lines are
-//! written above it and it is redrawn below them.
+//! One-line live progress on a terminal (stderr): rates, totals, the lag of the partitions this process
+//! owns (the broker's backlog), last checkpoint, the splits this process reads. Nothing when not a
+//! terminal. The line is the [`crate::terminal`]'s status line: log lines are written above it and it is
+//! redrawn below them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,8 +24,14 @@ pub fn spawn(metrics: Arc<Metrics>) -> Option<tokio::task::JoinHandle<()>> {
             );
             let dt = last_t.elapsed().as_secs_f64().max(1e-3);
             let owned = Metrics::gauge_total(&metrics.owned_splits);
+            // The broker's backlog of the partitions this process owns (once it answered).
+            let lag = metrics
+                .status
+                .total_lag()
+                .map(|l| format!("  lag {l}"))
+                .unwrap_or_default();
             let line = format!(
-                "{:>5}s  in {} ({:.0}/s)  out {} ({:.0}/s)  checkpoints {} (last #{})  splits {}",
+                "{:>5}s  in {} ({:.0}/s)  out {} ({:.0}/s){lag}  checkpoints {} (last #{})  splits {}",
                 start.elapsed().as_secs(),
                 rin,
                 (rin - last_in) as f64 / dt,
