@@ -28,8 +28,8 @@
 //! reads again from the cursor.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
@@ -158,26 +158,12 @@ impl Absence {
 pub struct Signal {
     /// Failover: ask the broker to dispatch again to the active readers (transactions were ended).
     rewind: AtomicBool,
-    /// When the last take-over began (a consumer of the subscription was seen gone).
-    lost: Mutex<Option<Instant>>,
 }
 
 impl Signal {
     /// Whether the active readers should ask for released messages now (once per request).
     pub fn take_rewind(&self) -> bool {
         self.rewind.swap(false, Ordering::AcqRel)
-    }
-
-    /// When the owner loss that the next first row answers was seen (taken once).
-    pub fn take_lost(&self) -> Option<Instant> {
-        self.lost.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-
-    fn lost_now(&self, now: Instant) {
-        self.lost
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert(now);
     }
 }
 
@@ -235,7 +221,6 @@ async fn watch(w: Watched, signal: Arc<Signal>) {
                         info!(table = %table, subscription = %w.subscription, consumers = ?left, "consumers left the subscription; ending what they left open once they stay away");
                         sweeps = SWEEPS;
                         lost_at.get_or_insert(now);
-                        signal.lost_now(now);
                     }
                 }
                 previous = Some(now_connected.clone());
