@@ -9,6 +9,7 @@ use pulsar_connect::job;
 use pulsar_connect::plugins::catalog::{
     COMPILE_CACHE_ENV, PluginCatalog, resolve_compile_cache, resolve_plugin_dir,
 };
+use pulsar_connect::plugins::reload::{PLUGIN_RELOAD_ENV, parse_reload_interval};
 use pulsar_connect::runtime::{self, Metrics, RunOptions};
 use tracing::{info, warn};
 
@@ -33,6 +34,11 @@ struct Cli {
         value_name = "DIR|off"
     )]
     compile_cache: Option<String>,
+    /// How often a running job looks for new versions of its plugins (after `plugins install`), which it
+    /// switches to at the next completed checkpoint; `off` keeps the versions it started with.
+    /// Default: 2s.
+    #[arg(long, global = true, env = PLUGIN_RELOAD_ENV, value_name = "DURATION|off")]
+    plugin_reload: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -142,11 +148,21 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
+    let reload = match parse_reload_interval(cli.plugin_reload.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
     // The one plugin catalog of this process: every subcommand gets it from here.
-    let plugins = Arc::new(PluginCatalog::with_compile_cache(
-        resolve_plugin_dir(cli.plugin_dir),
-        resolve_compile_cache(cli.compile_cache.as_deref()),
-    ));
+    let plugins = Arc::new(
+        PluginCatalog::with_compile_cache(
+            resolve_plugin_dir(cli.plugin_dir),
+            resolve_compile_cache(cli.compile_cache.as_deref()),
+        )
+        .with_reload(reload),
+    );
     let registry = Registry::with_plugins(plugins.clone());
     match cli.command {
         Command::Version => {

@@ -7,10 +7,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 
+use super::reload::{self, VersionReport, Versions};
 use super::{HostConfig, Kind, Manifest, Plugin, PluginCounters, PluginDir, PluginHost};
 
 /// Environment variable naming the plugin directory.
@@ -68,13 +70,17 @@ pub fn resolve_compile_cache(flag: Option<&str>) -> Option<PathBuf> {
     }
 }
 
-/// Plugins of one directory, loaded lazily and cached by name.
+/// Plugins of one directory, loaded lazily and cached by name, each with its versions (hot reload:
+/// [`reload`]).
 pub struct PluginCatalog {
     path: PathBuf,
     /// Where compiled plugins are kept between runs (`None`: compiled in memory by every process).
     compile_cache: Option<PathBuf>,
-    host: OnceLock<std::result::Result<PluginHost, String>>,
-    loaded: Mutex<BTreeMap<String, Plugin>>,
+    /// How often the loaded plugins' folders are looked at for new versions (`None`: never).
+    reload: Option<Duration>,
+    host: OnceLock<std::result::Result<Arc<PluginHost>, String>>,
+    loaded: Arc<Mutex<BTreeMap<String, Arc<Versions>>>>,
+    watching: OnceLock<()>,
 }
 
 impl PluginCatalog {
@@ -89,9 +95,18 @@ impl PluginCatalog {
         PluginCatalog {
             path,
             compile_cache,
+            reload: None,
             host: OnceLock::new(),
-            loaded: Mutex::new(BTreeMap::new()),
+            loaded: Arc::default(),
+            watching: OnceLock::new(),
         }
+    }
+
+    /// Looks at the loaded plugins' folders every `interval` for new versions, which running instances
+    /// switch to at their next completed checkpoint (ADR 0024); `None` keeps the versions first loaded.
+    pub fn with_reload(mut self, interval: Option<Duration>) -> PluginCatalog {
+        self.reload = interval;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -140,20 +155,36 @@ impl PluginCatalog {
         Ok(manifest)
     }
 
-    /// The counters of every plugin loaded so far, by name.
-    pub fn counters(&self) -> Vec<(String, PluginCounters)> {
+    fn tracked(&self) -> Vec<(String, Arc<Versions>)> {
         self.loaded
             .lock()
-            .expect("plugin cache lock")
+            .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .map(|(name, plugin)| (name.clone(), plugin.counters()))
+            .map(|(name, v)| (name.clone(), v.clone()))
             .collect()
     }
 
-    /// Plugin `name`, loaded (verified, compiled, pre-instantiated) on first use.
+    /// The counters of every plugin loaded so far (all its versions together), by name.
+    pub fn counters(&self) -> Vec<(String, PluginCounters)> {
+        self.tracked()
+            .into_iter()
+            .map(|(name, v)| (name, v.counters()))
+            .collect()
+    }
+
+    /// The version in use of every plugin loaded so far (and a new one being taken up), by name.
+    pub fn versions(&self) -> Vec<(String, VersionReport)> {
+        self.tracked()
+            .into_iter()
+            .map(|(name, v)| (name, v.report()))
+            .collect()
+    }
+
+    /// Plugin `name`, loaded (verified, compiled, pre-instantiated) on first use; later, the version in
+    /// use.
     pub fn load(&self, name: &str, kind: Kind) -> anyhow::Result<Plugin> {
-        if let Some(p) = self.loaded.lock().expect("plugin cache lock").get(name) {
-            return Ok(p.clone());
+        if let Some(v) = self.loaded.lock().expect("plugin cache lock").get(name) {
+            return Ok(v.current());
         }
         self.manifest(name, kind)?;
         let host = self
@@ -163,6 +194,7 @@ impl PluginCatalog {
                     cache_dir: self.compile_cache.clone(),
                     ..HostConfig::default()
                 })
+                .map(Arc::new)
                 .map_err(|e| format!("{e:#}"))
             })
             .as_ref()
@@ -175,11 +207,28 @@ impl PluginCatalog {
                 };
                 anyhow!("starting the plugin runtime: {e}{hint}")
             })?;
-        let plugin = host.load(&self.dir()?, name)?;
-        self.loaded
+        let metrics = Arc::default();
+        let plugin = host.load_counted(&self.dir()?, name, Arc::clone(&metrics))?;
+        let versions = self
+            .loaded
             .lock()
             .expect("plugin cache lock")
-            .insert(name.to_owned(), plugin.clone());
-        Ok(plugin)
+            .entry(name.to_owned())
+            .or_insert_with(|| Versions::new(plugin, metrics))
+            .clone();
+        if let Some(interval) = self.reload {
+            self.watching.get_or_init(|| {
+                let watch = reload::Watch {
+                    path: self.path.clone(),
+                    interval,
+                    host: host.clone(),
+                    plugins: Arc::downgrade(&self.loaded),
+                };
+                if let Err(e) = reload::start_watcher(watch) {
+                    tracing::warn!("no hot reload of plugins (cannot start its thread): {e}");
+                }
+            });
+        }
+        Ok(versions.current())
     }
 }

@@ -13,6 +13,7 @@ use super::instance::{Configure, Instance};
 use super::loader::{Plugin, PluginShared, Pre};
 use super::manifest::Kind;
 use super::model::{ConfigError, MessageBatch, RowError, RowKind, RowType};
+use super::reload::VersionId;
 use super::schema::row_type_from_arrow;
 use super::state::PluginState;
 use crate::sql::ChangelogMode;
@@ -116,9 +117,12 @@ enum Role {
     Encoder,
 }
 
-/// What a decoder or encoder instance is made from (again, after a trap).
+/// What a decoder or encoder instance is made from (again, after a trap or for a new version).
 struct FormatConfig {
     role: Role,
+    /// The table's options as given (checked again against a new version's manifest).
+    given: Vec<(String, String)>,
+    /// With the manifest's defaults.
     options: Vec<(String, String)>,
     /// The row type: the schema's columns but the metadata ones.
     row_type: RowType,
@@ -131,6 +135,16 @@ struct FormatConfig {
 
 impl Configure for FormatConfig {
     type Exports = Box<dyn FormatInstance>;
+
+    fn for_version(&self, plugin: &Plugin) -> Result<Self> {
+        FormatConfig::new(
+            plugin,
+            self.role,
+            &self.given,
+            self.schema.clone(),
+            &self.metadata,
+        )
+    }
 
     fn factory(&self) -> &'static str {
         match self.role {
@@ -172,56 +186,69 @@ fn configure(
     schema: SchemaRef,
     metadata: &[String],
 ) -> Result<Instance<FormatConfig>> {
-    let shared = plugin.shared.clone();
-    if shared.manifest.kind != Kind::Format {
-        return Err(PluginError::new(
-            &*shared.name,
-            Phase::Configure,
-            anyhow!("is a {} plugin, not a format", shared.manifest.kind),
-        ));
-    }
-    let options = plugin.resolve_options(options)?;
-    let declared = shared.manifest.metadata_types();
-    for key in metadata {
-        if !declared.iter().any(|(k, _)| k == key) {
-            let keys: Vec<&str> = declared.iter().map(|(k, _)| *k).collect();
+    let config = FormatConfig::new(plugin, role, options, schema, metadata)?;
+    Instance::start(plugin, config)
+}
+
+impl FormatConfig {
+    fn new(
+        plugin: &Plugin,
+        role: Role,
+        given: &[(String, String)],
+        schema: SchemaRef,
+        metadata: &[String],
+    ) -> Result<FormatConfig> {
+        let shared = &plugin.shared;
+        if shared.manifest.kind != Kind::Format {
             return Err(PluginError::new(
                 &*shared.name,
                 Phase::Configure,
-                anyhow!(
-                    "has no readable metadata key '{key}' (it declares: {})",
-                    if keys.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        keys.join(", ")
-                    }
-                ),
+                anyhow!("is a {} plugin, not a format", shared.manifest.kind),
             ));
         }
+        let options = plugin.resolve_options(given)?;
+        let declared = shared.manifest.metadata_types();
+        for key in metadata {
+            if !declared.iter().any(|(k, _)| k == key) {
+                let keys: Vec<&str> = declared.iter().map(|(k, _)| *k).collect();
+                return Err(PluginError::new(
+                    &*shared.name,
+                    Phase::Configure,
+                    anyhow!(
+                        "has no readable metadata key '{key}' (it declares: {})",
+                        if keys.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            keys.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+        let physical = schema
+            .fields()
+            .len()
+            .checked_sub(metadata.len())
+            .ok_or_else(|| {
+                PluginError::new(
+                    &*shared.name,
+                    Phase::Configure,
+                    anyhow!("internal: more metadata keys than columns"),
+                )
+            })?;
+        let row_schema = arrow::datatypes::Schema::new(schema.fields()[..physical].to_vec());
+        let row_type = row_type_from_arrow(&row_schema)
+            .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, e))?;
+        Ok(FormatConfig {
+            role,
+            given: given.to_vec(),
+            options,
+            row_type,
+            metadata: metadata.to_vec(),
+            schema,
+            mode: shared.manifest.changelog_mode(),
+        })
     }
-    let physical = schema
-        .fields()
-        .len()
-        .checked_sub(metadata.len())
-        .ok_or_else(|| {
-            PluginError::new(
-                &*shared.name,
-                Phase::Configure,
-                anyhow!("internal: more metadata keys than columns"),
-            )
-        })?;
-    let row_schema = arrow::datatypes::Schema::new(schema.fields()[..physical].to_vec());
-    let row_type = row_type_from_arrow(&row_schema)
-        .map_err(|e| PluginError::new(&*shared.name, Phase::Configure, e))?;
-    let config = FormatConfig {
-        role,
-        options,
-        row_type,
-        metadata: metadata.to_vec(),
-        schema,
-        mode: shared.manifest.changelog_mode(),
-    };
-    Instance::start(shared, config)
 }
 
 fn rejected(shared: &PluginShared, what: String) -> PluginError {
@@ -277,79 +304,94 @@ impl Decoder {
         &self.inner.config().schema
     }
 
-    /// Decodes one message batch. Taken by value: its buffers move into the call's arguments, not copied.
+    /// Decodes one message batch. Taken by value: its buffers move into the call's arguments, not copied
+    /// (but for a new version's first batches, when the version before it may have to redo the batch).
     pub fn decode(&mut self, messages: MessageBatch) -> Result<Decoded> {
-        let count = messages.count;
-        let bytes_in = (messages.payloads.len() + messages.keys.data.len()) as u64;
-        let batch_no = self.inner.next_batch();
-        let called = self.inner.call(
-            &format!("decode-batch (batch {batch_no})"),
-            |store, b, r| b.decode_batch(store, r, messages),
-        )?;
-        let started = called.started;
-        let shared = self.inner.shared();
-        let decoded = called.value.map_err(|e| {
-            rejected(
-                shared,
-                format!("decode-batch (batch {batch_no}) failed: {e}"),
-            )
-        })?;
-        check_errors(&decoded.errors, count).map_err(|e| {
-            rejected(
-                shared,
-                format!("decode-batch (batch {batch_no}) returned bad row errors: {e:#}"),
-            )
-        })?;
-        let errors = decoded.errors;
-        let rows = decoded.rows.row_count;
-        let shape = match &decoded.messages {
-            Some(messages) => check_row_messages(messages, rows, &errors, count),
-            None if rows as usize + errors.len() != count as usize => Err(anyhow!(
-                "{rows} rows and {} errors for {count} messages",
-                errors.len()
+        self.inner.guarded(messages, decode_once)
+    }
+
+    /// A checkpoint completed: a newer version of the plugin, if one is waiting, decodes the next batch.
+    pub fn checkpoint_completed(&mut self) {
+        self.inner.checkpoint_completed();
+    }
+
+    /// The version of the plugin this decoder runs.
+    pub fn version(&self) -> VersionId {
+        self.inner.version()
+    }
+}
+
+fn decode_once(inner: &mut Instance<FormatConfig>, messages: MessageBatch) -> Result<Decoded> {
+    let count = messages.count;
+    let bytes_in = (messages.payloads.len() + messages.keys.data.len()) as u64;
+    let batch_no = inner.next_batch();
+    let called = inner.call(
+        &format!("decode-batch (batch {batch_no})"),
+        |store, b, r| b.decode_batch(store, r, messages),
+    )?;
+    let started = called.started;
+    let shared = inner.shared();
+    let decoded = called.value.map_err(|e| {
+        rejected(
+            shared,
+            format!("decode-batch (batch {batch_no}) failed: {e}"),
+        )
+    })?;
+    check_errors(&decoded.errors, count).map_err(|e| {
+        rejected(
+            shared,
+            format!("decode-batch (batch {batch_no}) returned bad row errors: {e:#}"),
+        )
+    })?;
+    let errors = decoded.errors;
+    let rows = decoded.rows.row_count;
+    let shape = match &decoded.messages {
+        Some(messages) => check_row_messages(messages, rows, &errors, count),
+        None if rows as usize + errors.len() != count as usize => Err(anyhow!(
+            "{rows} rows and {} errors for {count} messages",
+            errors.len()
+        )),
+        None => Ok(()),
+    };
+    let mode = inner.config().mode;
+    let shape = shape.and_then(|()| match &decoded.kinds {
+        Some(k) if k.len() != rows as usize => {
+            Err(anyhow!("{} row kinds for {rows} rows", k.len()))
+        }
+        Some(k) => match k.iter().find(|k| !mode.contains(**k)) {
+            Some(k) => Err(anyhow!(
+                "a {} row, which its manifest's changelog-mode ({mode}) does not list",
+                k.short_string()
             )),
             None => Ok(()),
-        };
-        let mode = self.inner.config().mode;
-        let shape = shape.and_then(|()| match &decoded.kinds {
-            Some(k) if k.len() != rows as usize => {
-                Err(anyhow!("{} row kinds for {rows} rows", k.len()))
-            }
-            Some(k) => match k.iter().find(|k| !mode.contains(**k)) {
-                Some(k) => Err(anyhow!(
-                    "a {} row, which its manifest's changelog-mode ({mode}) does not list",
-                    k.short_string()
-                )),
-                None => Ok(()),
-            },
-            None => Ok(()),
-        });
-        shape.map_err(|e| {
-            rejected(
-                shared,
-                format!("decode-batch (batch {batch_no}) returned {e:#}"),
-            )
-        })?;
-        let batch = from_columns(decoded.rows, &self.inner.config().schema).map_err(|e| {
-            rejected(
-                shared,
-                format!("decode-batch (batch {batch_no}) returned invalid columns: {e:#}"),
-            )
-        })?;
-        shared.metrics.record_call(
-            started.elapsed(),
-            batch.num_rows() as u64,
-            bytes_in,
-            0,
-            errors.len() as u64,
-        );
-        Ok(Decoded {
-            batch,
-            messages: decoded.messages,
-            kinds: decoded.kinds,
-            errors,
-        })
-    }
+        },
+        None => Ok(()),
+    });
+    shape.map_err(|e| {
+        rejected(
+            shared,
+            format!("decode-batch (batch {batch_no}) returned {e:#}"),
+        )
+    })?;
+    let batch = from_columns(decoded.rows, &inner.config().schema).map_err(|e| {
+        rejected(
+            shared,
+            format!("decode-batch (batch {batch_no}) returned invalid columns: {e:#}"),
+        )
+    })?;
+    shared.metrics.record_call(
+        started.elapsed(),
+        batch.num_rows() as u64,
+        bytes_in,
+        0,
+        errors.len() as u64,
+    );
+    Ok(Decoded {
+        batch,
+        messages: decoded.messages,
+        kinds: decoded.kinds,
+        errors,
+    })
 }
 
 /// A configured encoder: Arrow rows in, payloads out.
@@ -381,87 +423,107 @@ impl Encoder {
         batch: &RecordBatch,
         kinds: Option<&[RowKind]>,
     ) -> Result<Encoded> {
-        let shared = self.inner.shared().clone();
-        let mode = self.inner.config().mode;
-        if let Some(k) = kinds.and_then(|k| k.iter().find(|k| !mode.contains(**k))) {
-            return Err(PluginError::call(
-                &*shared.name,
-                Failure::Other,
-                anyhow!(
-                    "encode-batch: a {} row, which the format does not write (its changelog-mode: {mode})",
-                    k.short_string()
-                ),
-            ));
-        }
-        if kinds.is_some_and(|k| k.len() != batch.num_rows()) {
-            return Err(PluginError::call(
-                &*shared.name,
-                Failure::Other,
-                anyhow!("internal: encode-batch: one row kind per row expected"),
-            ));
-        }
-        if batch.schema().fields() != self.inner.config().schema.fields() {
-            return Err(PluginError::call(
-                &*shared.name,
-                Failure::Other,
-                anyhow!("encode-batch: the batch's schema differs from the encoder's"),
-            ));
-        }
-        let columns =
-            to_columns(batch).map_err(|e| PluginError::call(&*shared.name, Failure::Other, e))?;
-        let rows = batch.num_rows();
-        let batch_no = self.inner.next_batch();
-        let called = self.inner.call(
-            &format!("encode-batch (batch {batch_no})"),
-            |store, b, r| b.encode_batch(store, r, columns, kinds),
-        )?;
-        let started = called.started;
-        let encoded = called.value.map_err(|e| {
-            rejected(
-                &shared,
-                format!("encode-batch (batch {batch_no}) failed: {e}"),
-            )
-        })?;
-        check_errors(&encoded.errors, rows as u32).map_err(|e| {
-            rejected(
-                &shared,
-                format!("encode-batch (batch {batch_no}) returned bad row errors: {e:#}"),
-            )
-        })?;
-        let offsets_ok = encoded.offsets.len() == rows + 1
-            && encoded.offsets.first() == Some(&0)
-            && encoded.offsets.windows(2).all(|w| w[0] <= w[1])
-            && encoded.offsets.last().map(|&l| l as usize) == Some(encoded.payloads.len());
-        let absent_ok = encoded.absent.as_ref().is_none_or(|a| {
-            a.len() >= rows.div_ceil(8)
-                && (0..rows).all(|i| {
-                    a[i / 8] & (1 << (i % 8)) == 0 || encoded.offsets[i] == encoded.offsets[i + 1]
-                })
-        });
-        if !offsets_ok || !absent_ok {
-            return Err(rejected(
-                &shared,
-                format!(
-                    "encode-batch (batch {batch_no}) returned {} offsets over {} bytes for {rows} rows",
-                    encoded.offsets.len(),
-                    encoded.payloads.len()
-                ),
-            ));
-        }
-        shared.metrics.record_call(
-            started.elapsed(),
-            rows as u64,
-            0,
-            encoded.payloads.len() as u64,
-            encoded.errors.len() as u64,
-        );
-        Ok(Encoded {
-            payloads: encoded.payloads,
-            offsets: encoded.offsets,
-            absent: encoded.absent,
-            errors: encoded.errors,
+        self.inner.guarded((batch, kinds), |inner, (batch, kinds)| {
+            encode_once(inner, batch, kinds)
         })
     }
+
+    /// A checkpoint completed: a newer version of the plugin, if one is waiting, encodes the next batch.
+    pub fn checkpoint_completed(&mut self) {
+        self.inner.checkpoint_completed();
+    }
+
+    /// The version of the plugin this encoder runs.
+    pub fn version(&self) -> VersionId {
+        self.inner.version()
+    }
+}
+
+fn encode_once(
+    inner: &mut Instance<FormatConfig>,
+    batch: &RecordBatch,
+    kinds: Option<&[RowKind]>,
+) -> Result<Encoded> {
+    let shared = inner.shared().clone();
+    let mode = inner.config().mode;
+    if let Some(k) = kinds.and_then(|k| k.iter().find(|k| !mode.contains(**k))) {
+        return Err(PluginError::call(
+            &*shared.name,
+            Failure::Other,
+            anyhow!(
+                "encode-batch: a {} row, which the format does not write (its changelog-mode: {mode})",
+                k.short_string()
+            ),
+        ));
+    }
+    if kinds.is_some_and(|k| k.len() != batch.num_rows()) {
+        return Err(PluginError::call(
+            &*shared.name,
+            Failure::Other,
+            anyhow!("internal: encode-batch: one row kind per row expected"),
+        ));
+    }
+    if batch.schema().fields() != inner.config().schema.fields() {
+        return Err(PluginError::call(
+            &*shared.name,
+            Failure::Other,
+            anyhow!("encode-batch: the batch's schema differs from the encoder's"),
+        ));
+    }
+    let columns =
+        to_columns(batch).map_err(|e| PluginError::call(&*shared.name, Failure::Other, e))?;
+    let rows = batch.num_rows();
+    let batch_no = inner.next_batch();
+    let called = inner.call(
+        &format!("encode-batch (batch {batch_no})"),
+        |store, b, r| b.encode_batch(store, r, columns, kinds),
+    )?;
+    let started = called.started;
+    let encoded = called.value.map_err(|e| {
+        rejected(
+            &shared,
+            format!("encode-batch (batch {batch_no}) failed: {e}"),
+        )
+    })?;
+    check_errors(&encoded.errors, rows as u32).map_err(|e| {
+        rejected(
+            &shared,
+            format!("encode-batch (batch {batch_no}) returned bad row errors: {e:#}"),
+        )
+    })?;
+    let offsets_ok = encoded.offsets.len() == rows + 1
+        && encoded.offsets.first() == Some(&0)
+        && encoded.offsets.windows(2).all(|w| w[0] <= w[1])
+        && encoded.offsets.last().map(|&l| l as usize) == Some(encoded.payloads.len());
+    let absent_ok = encoded.absent.as_ref().is_none_or(|a| {
+        a.len() >= rows.div_ceil(8)
+            && (0..rows).all(|i| {
+                a[i / 8] & (1 << (i % 8)) == 0 || encoded.offsets[i] == encoded.offsets[i + 1]
+            })
+    });
+    if !offsets_ok || !absent_ok {
+        return Err(rejected(
+            &shared,
+            format!(
+                "encode-batch (batch {batch_no}) returned {} offsets over {} bytes for {rows} rows",
+                encoded.offsets.len(),
+                encoded.payloads.len()
+            ),
+        ));
+    }
+    shared.metrics.record_call(
+        started.elapsed(),
+        rows as u64,
+        0,
+        encoded.payloads.len() as u64,
+        encoded.errors.len() as u64,
+    );
+    Ok(Encoded {
+        payloads: encoded.payloads,
+        offsets: encoded.offsets,
+        absent: encoded.absent,
+        errors: encoded.errors,
+    })
 }
 
 /// A decoder's `messages`: one per row, ascending, each a message of the batch that is not in `errors`.

@@ -17,6 +17,7 @@ use super::engine::{DEFAULT_EPOCH_TICK, EpochTicker, build_engine};
 use super::error::{Phase, PluginError, Result};
 use super::manifest::{HOST_MAX_MEMORY_MIB, Kind, Manifest, WorldRef};
 use super::metrics::{PluginCounters, PluginMetrics};
+use super::reload::Versions;
 use super::state::{LogSink, PluginState};
 
 /// Settings of the plugin host.
@@ -75,8 +76,19 @@ impl PluginHost {
 
     /// Loads, verifies, compiles and pre-instantiates plugin `name` of `dir`.
     pub fn load(&self, dir: &PluginDir, name: &str) -> Result<Plugin> {
+        self.load_counted(dir, name, Arc::default())
+    }
+
+    /// [`PluginHost::load`], counting into `metrics` (a new version of a plugin keeps the counters of the
+    /// versions before it).
+    pub fn load_counted(
+        &self,
+        dir: &PluginDir,
+        name: &str,
+        metrics: Arc<PluginMetrics>,
+    ) -> Result<Plugin> {
         let source = dir.read_plugin(name)?;
-        self.load_source(source)
+        self.load_source(source, metrics)
     }
 
     /// Loads every plugin of `dir`; one result per plugin folder.
@@ -88,7 +100,7 @@ impl PluginHost {
             .collect())
     }
 
-    fn load_source(&self, source: PluginSource) -> Result<Plugin> {
+    fn load_source(&self, source: PluginSource, metrics: Arc<PluginMetrics>) -> Result<Plugin> {
         let PluginSource {
             manifest,
             wasm,
@@ -130,11 +142,13 @@ impl PluginHost {
                 tick: self.config.epoch_tick,
                 ticker: self.ticker.clone(),
                 manifest,
+                sha256: sha,
                 files,
                 engine: self.engine.clone(),
                 pre,
-                metrics: PluginMetrics::default(),
+                metrics,
             }),
+            versions: None,
         })
     }
 }
@@ -181,11 +195,14 @@ pub(crate) enum Pre {
 pub(crate) struct PluginShared {
     pub name: Arc<str>,
     pub manifest: Manifest,
+    /// The sha256 of the wasm (lower-case hex): the identity of this version of the plugin.
+    pub sha256: String,
     /// The folder granted to every instance (its only preopen, read-only; ADR 0022).
     pub files: Option<PathBuf>,
     pub engine: Engine,
     pub pre: Pre,
-    pub metrics: PluginMetrics,
+    /// Shared by every version of the plugin a catalog loaded ([`super::reload`]).
+    pub metrics: Arc<PluginMetrics>,
     pub log: Arc<LogSink>,
     pub memory_bytes: usize,
     pub timeout: Duration,
@@ -199,6 +216,8 @@ pub(crate) struct PluginShared {
 #[derive(Clone)]
 pub struct Plugin {
     pub(crate) shared: Arc<PluginShared>,
+    /// The versions of this plugin its catalog tracks (hot reload); `None`: loaded outside a catalog.
+    pub(crate) versions: Option<Arc<Versions>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -206,6 +225,7 @@ impl std::fmt::Debug for Plugin {
         f.debug_struct("Plugin")
             .field("name", &self.shared.name)
             .field("kind", &self.shared.manifest.kind)
+            .field("version", &self.shared.manifest.version)
             .finish()
     }
 }
@@ -221,6 +241,16 @@ impl Plugin {
 
     pub fn kind(&self) -> Kind {
         self.shared.manifest.kind
+    }
+
+    /// The wasm's sha256 (lower-case hex): which build of the plugin this is.
+    pub fn sha256(&self) -> &str {
+        &self.shared.sha256
+    }
+
+    /// The manifest's `version`.
+    pub fn version(&self) -> &str {
+        &self.shared.manifest.version
     }
 
     /// The plugin's counters so far.

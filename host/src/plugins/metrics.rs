@@ -18,6 +18,17 @@ pub struct PluginMetrics {
     reinstantiations: AtomicU64,
     deadlines: AtomicU64,
     memory_limit_hits: AtomicU64,
+    versions_switched: AtomicU64,
+    versions_refused: AtomicU64,
+    versions_rolled_back: AtomicU64,
+}
+
+/// What became of a new version of a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    Switched,
+    Refused,
+    RolledBack,
 }
 
 /// A snapshot of a plugin's counters, for the metrics layer.
@@ -47,6 +58,12 @@ pub struct PluginCounters {
     pub deadlines: u64,
     /// Calls that failed asking for memory beyond the limit (counted in `traps` too).
     pub memory_limit_hits: u64,
+    /// New versions that passed their first batches and took over (hot reload).
+    pub versions_switched: u64,
+    /// New versions refused before they ran: their load, compilation or factory failed.
+    pub versions_refused: u64,
+    /// New versions that failed in their first batches; the version before them took the batch back.
+    pub versions_rolled_back: u64,
 }
 
 impl PluginMetrics {
@@ -98,6 +115,16 @@ impl PluginMetrics {
         self.instantiations.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A hot-reload outcome (counted once per version, not per instance).
+    pub fn record_reload(&self, outcome: ReloadOutcome) {
+        match outcome {
+            ReloadOutcome::Switched => &self.versions_switched,
+            ReloadOutcome::Refused => &self.versions_refused,
+            ReloadOutcome::RolledBack => &self.versions_rolled_back,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn snapshot(&self) -> PluginCounters {
         PluginCounters {
             calls: self.calls.load(Ordering::Relaxed),
@@ -112,6 +139,9 @@ impl PluginMetrics {
             reinstantiations: self.reinstantiations.load(Ordering::Relaxed),
             deadlines: self.deadlines.load(Ordering::Relaxed),
             memory_limit_hits: self.memory_limit_hits.load(Ordering::Relaxed),
+            versions_switched: self.versions_switched.load(Ordering::Relaxed),
+            versions_refused: self.versions_refused.load(Ordering::Relaxed),
+            versions_rolled_back: self.versions_rolled_back.load(Ordering::Relaxed),
         }
     }
 }

@@ -10,6 +10,7 @@
 //!   [`instance`]: the one instantiate / factory / call / trap → re-instantiate lifecycle.
 //! - [`format`], [`router`]: the typed facades the connectors use.
 //! - [`schema`], [`columns`], [`messages`]: Arrow ⇄ model conversion and batch builders.
+//! - [`reload`]: hot reload, a new version of a plugin taken up at a completed checkpoint (ADR 0024).
 //! - [`metrics`]: per-plugin counters, exported by the runtime's metrics registry.
 //! - [`kit`]: the conformance kit of `plugins test` (vectors, hostile inputs, cost report).
 
@@ -29,6 +30,7 @@ pub mod manifest;
 pub mod messages;
 pub mod metrics;
 pub mod model;
+pub mod reload;
 pub mod router;
 pub mod sandbox;
 pub mod schema;

@@ -213,6 +213,7 @@ struct PluginCollector {
     ints: Vec<(Opts, ReadCounter)>,
     seconds: Opts,
     memory: Opts,
+    version: Opts,
     descs: Vec<Desc>,
 }
 
@@ -286,7 +287,32 @@ impl PluginCollector {
                 ),
                 |c| c.memory_limit_hits,
             ),
+            (
+                Opts::new(
+                    "plugin_versions_switched_total",
+                    "New versions of a plugin that passed their first batches and took over (hot reload)",
+                ),
+                |c| c.versions_switched,
+            ),
+            (
+                Opts::new(
+                    "plugin_versions_refused_total",
+                    "New versions of a plugin refused before they ran a batch (load, compilation or factory failed)",
+                ),
+                |c| c.versions_refused,
+            ),
+            (
+                Opts::new(
+                    "plugin_versions_rolled_back_total",
+                    "New versions of a plugin that failed in their first batches; the version before redid the batch",
+                ),
+                |c| c.versions_rolled_back,
+            ),
         ];
+        let version = Opts::new(
+            "plugin_version_info",
+            "1 for the version of a plugin in use (manifest version and wasm sha256)",
+        );
         let memory = Opts::new(
             "plugin_memory_peak_bytes",
             "The largest linear memory one instance of the plugin has had (the high-water of its instances), in bytes",
@@ -316,11 +342,18 @@ impl PluginCollector {
                 .into_iter()
                 .cloned(),
         );
+        descs.extend(
+            IntGaugeVec::new(version.clone(), &VERSION_LABELS)?
+                .desc()
+                .into_iter()
+                .cloned(),
+        );
         Ok(PluginCollector {
             catalog,
             ints,
             seconds,
             memory,
+            version,
             descs,
         })
     }
@@ -358,6 +391,19 @@ impl Collector for PluginCollector {
             }
             families.extend(vec.collect());
         }
+        if let Ok(vec) = IntGaugeVec::new(self.version.clone(), &VERSION_LABELS) {
+            for (name, report) in self.catalog.versions() {
+                vec.with_label_values(&[
+                    name.as_str(),
+                    report.in_use.version.as_str(),
+                    report.in_use.sha256.as_str(),
+                ])
+                .set(1);
+            }
+            families.extend(vec.collect());
+        }
         families
     }
 }
+
+const VERSION_LABELS: [&str; 3] = ["plugin", "version", "sha256"];

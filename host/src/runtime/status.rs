@@ -237,21 +237,34 @@ impl StatusBoard {
         let plugins = b
             .plugins
             .as_ref()
-            .map(|c| {
-                c.counters()
+            .map(|catalog| {
+                let versions: std::collections::BTreeMap<_, _> =
+                    catalog.versions().into_iter().collect();
+                catalog
+                    .counters()
                     .into_iter()
-                    .map(|(name, c)| PluginStatus {
-                        plugin: name,
-                        calls: c.calls,
-                        rows: c.rows,
-                        guest_seconds: c.time.as_secs_f64(),
-                        row_errors: c.row_errors,
-                        traps: c.traps,
-                        instantiations: c.instantiations,
-                        reinstantiations: c.reinstantiations,
-                        deadline_hits: c.deadlines,
-                        memory_limit_hits: c.memory_limit_hits,
-                        memory_peak_bytes: c.memory_peak_bytes,
+                    .map(|(name, c)| {
+                        let v = versions.get(&name);
+                        PluginStatus {
+                            version: v.map(|v| v.in_use.version.clone()),
+                            sha256: v.map(|v| v.in_use.sha256.clone()),
+                            next_version: v.and_then(|v| v.staged.as_ref()).map(|s| s.to_string()),
+                            version_problem: v.and_then(|v| v.problem.clone()),
+                            versions_switched: c.versions_switched,
+                            versions_refused: c.versions_refused,
+                            versions_rolled_back: c.versions_rolled_back,
+                            plugin: name,
+                            calls: c.calls,
+                            rows: c.rows,
+                            guest_seconds: c.time.as_secs_f64(),
+                            row_errors: c.row_errors,
+                            traps: c.traps,
+                            instantiations: c.instantiations,
+                            reinstantiations: c.reinstantiations,
+                            deadline_hits: c.deadlines,
+                            memory_limit_hits: c.memory_limit_hits,
+                            memory_peak_bytes: c.memory_peak_bytes,
+                        }
                     })
                     .collect()
             })
@@ -362,4 +375,14 @@ pub struct PluginStatus {
     pub deadline_hits: u64,
     pub memory_limit_hits: u64,
     pub memory_peak_bytes: u64,
+    /// The version in use (manifest `version`) and its wasm's sha256.
+    pub version: Option<String>,
+    pub sha256: Option<String>,
+    /// A new version compiled and being taken up (hot reload).
+    pub next_version: Option<String>,
+    /// Why the last new version was not used.
+    pub version_problem: Option<String>,
+    pub versions_switched: u64,
+    pub versions_refused: u64,
+    pub versions_rolled_back: u64,
 }

@@ -38,6 +38,8 @@ use startup::{startup, subscription_kind};
 #[derive(Debug, Clone)]
 pub struct FormatSpec {
     pub plugin: String,
+    /// The format's options as the table sets them (without the prefix). The plugin layer fills in the
+    /// manifest's defaults, so a new version of the plugin brings its own (hot reload, ADR 0024).
     pub options: Vec<(String, String)>,
     /// Per-message decode errors skip the message (counted) instead of failing the job: the format's own
     /// `ignore-parse-errors` option (a convention of the built-in formats).
@@ -197,7 +199,7 @@ fn format_spec(
         .any(|(k, v)| k == "ignore-parse-errors" && v.trim().eq_ignore_ascii_case("true"));
     Ok(FormatSpec {
         plugin: name.to_owned(),
-        options: resolved,
+        options: plain,
         skip_errors,
         prefix: prefixes.first().cloned().unwrap_or_default(),
         role: role.to_owned(),

@@ -356,6 +356,9 @@ impl Sink for PulsarSink {
     }
 
     async fn notify_checkpoint_complete(&mut self, id: u64) -> Result<()> {
+        if let Some(codecs) = self.running.as_mut().and_then(|r| r.codecs.as_mut()) {
+            codecs.checkpoint_completed();
+        }
         let table = self.spec.cfg.table.clone();
         while self.pending.front().is_some_and(|(cid, _)| *cid <= id) {
             let Some((cid, txn)) = self.pending.pop_front() else {

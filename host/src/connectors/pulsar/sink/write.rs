@@ -21,6 +21,20 @@ pub(crate) struct Codecs {
     router: Option<Router>,
 }
 
+impl Codecs {
+    /// A checkpoint completed: newer versions of the plugins, if any are waiting, take the next batch
+    /// (hot reload, ADR 0024).
+    pub(crate) fn checkpoint_completed(&mut self) {
+        self.value.checkpoint_completed();
+        if let Some(key) = &mut self.key {
+            key.checkpoint_completed();
+        }
+        if let Some(router) = &mut self.router {
+            router.checkpoint_completed();
+        }
+    }
+}
+
 /// The table's encoders and router: plugins loaded (verified, compiled through the cache) and their
 /// factories run with the table's row types and options.
 pub(crate) fn make_codecs(spec: &SinkSpec) -> Result<Codecs> {

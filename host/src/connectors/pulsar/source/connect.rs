@@ -165,6 +165,7 @@ pub(super) async fn connect(
         discovering: None,
         decoders: Some(decoders),
         decoding: None,
+        checkpoint_completed: false,
         takeover: None,
     })
 }

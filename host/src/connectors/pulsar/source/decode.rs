@@ -38,6 +38,17 @@ pub(crate) struct Decoders {
     key: Option<(Decoder, FormatSpec)>,
 }
 
+impl Decoders {
+    /// A checkpoint completed: newer versions of the format plugins, if any are waiting, decode from the
+    /// next batch on (hot reload, ADR 0024).
+    pub(crate) fn checkpoint_completed(&mut self) {
+        self.value.checkpoint_completed();
+        if let Some((key, _)) = &mut self.key {
+            key.checkpoint_completed();
+        }
+    }
+}
+
 /// One decoded batch and the split position after it.
 pub(super) struct Decoded {
     pub(super) batch: RecordBatch,

@@ -83,6 +83,8 @@ struct Running {
     discovering: Option<Discovering>,
     decoders: Option<Decoders>,
     decoding: Option<JoinHandle<(Decoders, Result<Decoded>)>>,
+    /// A checkpoint completed since the decoders last ran: a newer plugin version may take over.
+    checkpoint_completed: bool,
     /// Linked through a subscription several processes share: ends what gone processes left open.
     takeover: Option<takeover::Takeover>,
 }
@@ -477,10 +479,13 @@ impl Source for PulsarSource {
             let key = reader.key();
             let position = reader.position();
             let through = reader.last_whole_entry();
-            let decoders = run
+            let mut decoders = run
                 .decoders
                 .take()
                 .ok_or_else(|| anyhow!("internal: decoders missing"))?;
+            if std::mem::take(&mut run.checkpoint_completed) {
+                decoders.checkpoint_completed();
+            }
             let job = DecodeJob {
                 table: table.clone(),
                 schema,
@@ -559,6 +564,9 @@ impl Source for PulsarSource {
     }
 
     async fn notify_checkpoint_complete(&mut self, id: u64) -> Result<()> {
+        if let Stage::Running(run) = &mut self.stage {
+            run.checkpoint_completed = true;
+        }
         self.commit_completed(id).await
     }
 
