@@ -5,6 +5,7 @@
 
 mod plugin_dir;
 mod plugin_kit;
+mod plugin_reload;
 mod plugin_roundtrip;
 mod plugin_sandbox;
 mod plugin_workflow;

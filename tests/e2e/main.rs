@@ -9,6 +9,7 @@
 mod changelog;
 mod exactly_once;
 mod failover;
+mod hot_reload;
 mod key_formats;
 mod linked_acks;
 mod parallel;

@@ -77,3 +77,47 @@ pub fn install_with(dir: &Path, name: &str, template: &str, wasm: &[u8]) -> Path
 pub fn install(dir: &Path, guest: &str) -> PathBuf {
     install_with(dir, guest, &guest_template(guest), &guest_wasm(guest))
 }
+
+/// `wasm` with a custom section appended: the same component, another sha256 (a rebuild).
+pub fn rebuilt(wasm: &[u8], build: &str) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let name = b"pulsar-connect-test-build";
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name);
+    body.extend_from_slice(build.as_bytes());
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend_from_slice(&body);
+    out
+}
+
+/// The hostile guest's manifest with `version` and the defaults of its `tag`, `refuse` and
+/// `panic-every-batch` options changed.
+pub fn hostile_manifest(version: &str, tag: &str, refuse: bool, panic: bool) -> String {
+    let mut text = guest_template("hostile")
+        .replace("version = \"0.1.0\"", &format!("version = \"{version}\""))
+        .replace("default = \"none\"", &format!("default = \"{tag}\""));
+    let set = |text: &mut String, option: &str, on: bool| {
+        let from = format!("name = \"{option}\"\ntype = \"bool\"\ndefault = false");
+        assert!(text.contains(&from), "the hostile manifest has {option}");
+        *text = text.replace(
+            &from,
+            &format!("name = \"{option}\"\ntype = \"bool\"\ndefault = {on}"),
+        );
+    };
+    set(&mut text, "refuse", refuse);
+    set(&mut text, "panic-every-batch", panic);
+    text
+}

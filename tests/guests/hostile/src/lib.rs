@@ -3,7 +3,7 @@
 //! `/etc/passwd`, `socket:PORT` tries to connect to 127.0.0.1:PORT, `shout` writes 1000 lines to stdout and
 //! stderr; anything else decodes to a row (payload, tag, calls, decoders) where `calls` counts the
 //! decode calls this instance has served and `decoders` the decoders it has created: after a trap the
-//! host runs a fresh instance, so both start again from 1.
+//! host runs a fresh instance, so both start again from 1. With `panic-every-batch` every batch panics.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -17,6 +17,7 @@ struct Hostile;
 struct Decoder {
     row_type: RowType,
     tag: String,
+    panic_every_batch: bool,
 }
 
 struct Encoder;
@@ -38,7 +39,12 @@ impl codec::Guest for Hostile {
         }
         DECODERS.fetch_add(1, Ordering::Relaxed);
         let tag = option(&options, "tag").unwrap_or_default().to_owned();
-        Ok(codec::Decoder::new(Decoder { row_type, tag }))
+        let panic_every_batch = option(&options, "panic-every-batch") == Some("true");
+        Ok(codec::Decoder::new(Decoder {
+            row_type,
+            tag,
+            panic_every_batch,
+        }))
     }
 
     fn create_encoder(
@@ -51,6 +57,9 @@ impl codec::Guest for Hostile {
 
 impl codec::GuestDecoder for Decoder {
     fn decode_batch(&self, messages: MessageBatch) -> Result<DecodedBatch, String> {
+        if self.panic_every_batch {
+            panic!("hostile guest asked to panic in every batch");
+        }
         let calls = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
         decode_rows(&self.row_type, &messages, |m| {
             match m.payload {
