@@ -12,7 +12,7 @@ use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pulsar_connect::plugins::catalog::PluginCatalog;
 use pulsar_connect::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef, model};
-use pulsar_connect_tests::guests::{guest_wasm, hostile_manifest, install_with, rebuilt};
+use pulsar_connect_tests::guests::{hostile_build, install_with};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -42,21 +42,20 @@ fn tags(batch: &RecordBatch) -> Vec<String> {
         .collect()
 }
 
-/// Installs build `build` of the hostile guest as version `version` (tag default `tag`).
-fn put(dir: &Path, build: &str, version: &str, tag: &str, refuse: bool, panic: bool) -> String {
-    let wasm = rebuilt(&guest_wasm("hostile"), build);
-    let text = hostile_manifest(version, tag, refuse, panic);
+/// Installs build `n` of the hostile guest ([`hostile_build`]: version `n.0.0`, tag `vn`); its sha256.
+fn put(dir: &Path, n: u32, refuse: bool, panic: bool) -> String {
+    let build = hostile_build(n, refuse, panic);
     // Written into a staging folder and renamed, as `plugins install` replaces a plugin in one step.
     let staging = tempfile::tempdir_in(dir).unwrap();
-    install_with(staging.path(), "hostile", &text, &wasm);
+    install_with(staging.path(), "hostile", &build.manifest, &build.wasm);
     let target = dir.join("hostile");
-    let old = dir.join(format!(".old-{build}"));
+    let old = dir.join(format!(".old-{n}"));
     if target.exists() {
         std::fs::rename(&target, &old).unwrap();
     }
     std::fs::rename(staging.path().join("hostile"), &target).unwrap();
     let _ = std::fs::remove_dir_all(&old);
-    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&wasm))
+    build.sha256
 }
 
 fn wait_staged(catalog: &PluginCatalog, version: &str) {
@@ -89,7 +88,7 @@ fn in_use(catalog: &PluginCatalog) -> (String, String, Option<String>) {
 #[test]
 fn a_decoder_switches_at_a_completed_checkpoint_and_refuses_or_rolls_back_bad_versions() {
     let dir = tempfile::tempdir().unwrap();
-    put(dir.path(), "1", "1.0.0", "v1", false, false);
+    put(dir.path(), 1, false, false);
     let catalog =
         PluginCatalog::new(dir.path().to_owned()).with_reload(Some(Duration::from_millis(100)));
     let plugin = catalog.load("hostile", Kind::Format).unwrap();
@@ -101,7 +100,7 @@ fn a_decoder_switches_at_a_completed_checkpoint_and_refuses_or_rolls_back_bad_ve
     );
 
     // Staged, but not used before a checkpoint completed.
-    let sha2 = put(dir.path(), "2", "2.0.0", "v2", false, false);
+    let sha2 = put(dir.path(), 2, false, false);
     wait_staged(&catalog, "2.0.0");
     assert_eq!(tags(&decoder.decode(messages(1)).unwrap().batch), ["v1"]);
     assert_eq!(in_use(&catalog).0, "1.0.0");
@@ -127,7 +126,7 @@ fn a_decoder_switches_at_a_completed_checkpoint_and_refuses_or_rolls_back_bad_ve
     assert_eq!(fresh.version(), "2.0.0");
 
     // A factory that refuses: the version in use stays.
-    put(dir.path(), "3", "3.0.0", "v3", true, false);
+    put(dir.path(), 3, true, false);
     wait_staged(&catalog, "3.0.0");
     decoder.checkpoint_completed();
     assert_eq!(tags(&decoder.decode(messages(2)).unwrap().batch), ["v2"; 2]);
@@ -140,7 +139,7 @@ fn a_decoder_switches_at_a_completed_checkpoint_and_refuses_or_rolls_back_bad_ve
     );
 
     // A version that traps in its first batch: rolled back, the batch decoded by the one before.
-    put(dir.path(), "4", "4.0.0", "v4", false, true);
+    put(dir.path(), 4, false, true);
     wait_staged(&catalog, "4.0.0");
     decoder.checkpoint_completed();
     tagged.checkpoint_completed();
@@ -168,7 +167,7 @@ fn a_decoder_switches_at_a_completed_checkpoint_and_refuses_or_rolls_back_bad_ve
     assert!(counters.traps >= 1, "{counters:?}");
 
     // A later good build is taken up.
-    put(dir.path(), "5", "5.0.0", "v5", false, false);
+    put(dir.path(), 5, false, false);
     wait_staged(&catalog, "5.0.0");
     decoder.checkpoint_completed();
     assert_eq!(tags(&decoder.decode(messages(1)).unwrap().batch), ["v5"]);
@@ -177,13 +176,33 @@ fn a_decoder_switches_at_a_completed_checkpoint_and_refuses_or_rolls_back_bad_ve
 #[test]
 fn without_reload_the_first_version_stays() {
     let dir = tempfile::tempdir().unwrap();
-    put(dir.path(), "1", "1.0.0", "v1", false, false);
+    put(dir.path(), 1, false, false);
     let catalog = PluginCatalog::new(dir.path().to_owned()).with_reload(None);
     let plugin = catalog.load("hostile", Kind::Format).unwrap();
     let mut decoder = Decoder::new(&plugin, &[], schema()).unwrap();
-    put(dir.path(), "2", "2.0.0", "v2", false, false);
+    put(dir.path(), 2, false, false);
     std::thread::sleep(Duration::from_millis(300));
     decoder.checkpoint_completed();
     assert_eq!(tags(&decoder.decode(messages(1)).unwrap().batch), ["v1"]);
     assert_eq!(in_use(&catalog).0, "1.0.0");
+}
+
+#[test]
+fn installing_the_version_in_use_again_drops_a_staged_one() {
+    let dir = tempfile::tempdir().unwrap();
+    put(dir.path(), 1, false, false);
+    let catalog =
+        PluginCatalog::new(dir.path().to_owned()).with_reload(Some(Duration::from_millis(100)));
+    let plugin = catalog.load("hostile", Kind::Format).unwrap();
+    let mut decoder = Decoder::new(&plugin, &[], schema()).unwrap();
+    put(dir.path(), 2, false, false);
+    wait_staged(&catalog, "2.0.0");
+    put(dir.path(), 1, false, false);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while catalog.versions()[0].1.staged.is_some() {
+        assert!(Instant::now() < deadline, "2.0.0 still staged");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    decoder.checkpoint_completed();
+    assert_eq!(tags(&decoder.decode(messages(1)).unwrap().batch), ["v1"]);
 }

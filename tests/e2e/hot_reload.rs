@@ -16,19 +16,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
 use magnetar::OutgoingMessage;
-use pulsar_connect_tests::guests::{guest_wasm, hostile_manifest as manifest, rebuilt};
+use pulsar_connect_tests::guests::hostile_build;
 use pulsar_connect_tests::{TestBroker, binary, unique_topic};
-use sha2::{Digest, Sha256};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// `pulsar-connect plugins install` of one version; its sha256.
-fn install(plugin_dir: &Path, work: &Path, build: &str, manifest_text: &str) -> Result<String> {
-    let wasm = rebuilt(&guest_wasm("hostile"), build);
-    let wasm_path = work.join(format!("hostile-{build}.wasm"));
-    let manifest_path = work.join(format!("hostile-{build}.toml"));
-    std::fs::write(&wasm_path, &wasm)?;
-    std::fs::write(&manifest_path, manifest_text)?;
+/// `pulsar-connect plugins install` of build `n` ([`hostile_build`]); its sha256.
+fn install(plugin_dir: &Path, work: &Path, n: u32, refuse: bool, panic: bool) -> Result<String> {
+    let build = hostile_build(n, refuse, panic);
+    let wasm_path = work.join(format!("hostile-{n}.wasm"));
+    let manifest_path = work.join(format!("hostile-{n}.toml"));
+    std::fs::write(&wasm_path, &build.wasm)?;
+    std::fs::write(&manifest_path, &build.manifest)?;
     let out = Command::new(binary())
         .args(["plugins", "install"])
         .arg(&wasm_path)
@@ -42,7 +41,7 @@ fn install(plugin_dir: &Path, work: &Path, build: &str, manifest_text: &str) -> 
         "plugins install failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Ok(hex::encode(Sha256::digest(&wasm)))
+    Ok(build.sha256)
 }
 
 struct Job {
@@ -115,12 +114,7 @@ async fn new_versions_are_refused_rolled_back_or_taken_up_at_a_checkpoint_losing
     let topic = unique_topic("hot-reload");
     let tmp = tempfile::tempdir()?;
     let plugins = tmp.path().join("plugins");
-    let sha1 = install(
-        &plugins,
-        tmp.path(),
-        "1",
-        &manifest("1.0.0", "v1", false, false),
-    )?;
+    let sha1 = install(&plugins, tmp.path(), 1, false, false)?;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -186,12 +180,7 @@ INSERT INTO out_rows SELECT payload, tag FROM src;",
     wait_rows(&job, 20)?;
 
     // A version whose factory refuses the table's configuration: refused, the old one stays.
-    install(
-        &plugins,
-        tmp.path(),
-        "2",
-        &manifest("2.0.0", "v2", true, false),
-    )?;
+    install(&plugins, tmp.path(), 2, true, false)?;
     let refused = job.wait_log("refused, its create-decoder failed")?;
     ensure!(
         refused.contains("2.0.0") && refused.contains("asked to refuse"),
@@ -199,22 +188,12 @@ INSERT INTO out_rows SELECT payload, tag FROM src;",
     );
     // A version that panics in every batch: rolled back, the old one redoes the batch.
     let before = job.rows().len();
-    install(
-        &plugins,
-        tmp.path(),
-        "3",
-        &manifest("3.0.0", "v3", false, true),
-    )?;
+    install(&plugins, tmp.path(), 3, false, true)?;
     let rolled_back = job.wait_log("rolled back to 1.0.0")?;
     ensure!(rolled_back.contains("3.0.0"), "{rolled_back}");
     wait_rows(&job, before + 20)?;
     // A good version takes over at a completed checkpoint and passes its first batches.
-    let sha4 = install(
-        &plugins,
-        tmp.path(),
-        "4",
-        &manifest("4.0.0", "v4", false, false),
-    )?;
+    let sha4 = install(&plugins, tmp.path(), 4, false, false)?;
     job.wait_log("switched to plugin version 4.0.0")?;
     let in_use = job.wait_log("now in use")?;
     ensure!(in_use.contains("4.0.0"), "{in_use}");

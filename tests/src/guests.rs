@@ -79,7 +79,7 @@ pub fn install(dir: &Path, guest: &str) -> PathBuf {
 }
 
 /// `wasm` with a custom section appended: the same component, another sha256 (a rebuild).
-pub fn rebuilt(wasm: &[u8], build: &str) -> Vec<u8> {
+fn rebuilt(wasm: &[u8], build: &str) -> Vec<u8> {
     fn leb(mut n: usize, out: &mut Vec<u8>) {
         loop {
             let byte = (n & 0x7f) as u8;
@@ -103,9 +103,25 @@ pub fn rebuilt(wasm: &[u8], build: &str) -> Vec<u8> {
     out
 }
 
-/// The hostile guest's manifest with `version` and the defaults of its `tag`, `refuse` and
-/// `panic-every-batch` options changed.
-pub fn hostile_manifest(version: &str, tag: &str, refuse: bool, panic: bool) -> String {
+/// Build `n` of the hostile guest (hot reload's versions): its wasm with another sha256, and its manifest
+/// as version `n.0.0` whose `tag` defaults to `vn` and whose `refuse` and `panic-every-batch` default as
+/// given.
+pub struct HostileBuild {
+    pub wasm: Vec<u8>,
+    pub manifest: String,
+    pub sha256: String,
+}
+
+pub fn hostile_build(n: u32, refuse: bool, panic: bool) -> HostileBuild {
+    let wasm = rebuilt(&guest_wasm("hostile"), &n.to_string());
+    HostileBuild {
+        sha256: hex::encode(Sha256::digest(&wasm)),
+        manifest: hostile_manifest(&format!("{n}.0.0"), &format!("v{n}"), refuse, panic),
+        wasm,
+    }
+}
+
+fn hostile_manifest(version: &str, tag: &str, refuse: bool, panic: bool) -> String {
     let mut text = guest_template("hostile")
         .replace("version = \"0.1.0\"", &format!("version = \"{version}\""))
         .replace("default = \"none\"", &format!("default = \"{tag}\""));

@@ -135,18 +135,16 @@ impl<C: Configure> Core<C> {
         }
     }
 
-    fn plugin(&self, versions: &Option<Arc<Versions>>) -> Plugin {
+    /// This version as a plugin (for the catalog's bookkeeping: without its versions).
+    fn plugin(&self) -> Plugin {
         Plugin {
             shared: self.shared.clone(),
-            versions: versions.clone(),
+            versions: None,
         }
     }
 
     fn version(&self) -> VersionId {
-        VersionId {
-            version: self.shared.manifest.version.clone(),
-            sha256: self.shared.sha256.clone(),
-        }
+        VersionId::of(&self.shared)
     }
 }
 
@@ -238,7 +236,7 @@ impl<C: Configure> Instance<C> {
                 if self.probation == 0 {
                     self.previous = None;
                     if let Some(v) = &self.versions {
-                        v.passed(&self.core.plugin(&None));
+                        v.passed(&self.core.plugin());
                     }
                 }
                 Ok(r)
@@ -267,10 +265,7 @@ impl<C: Configure> Instance<C> {
             return;
         };
         let from = self.core.version();
-        let to = VersionId {
-            version: next.version().to_owned(),
-            sha256: next.sha256().to_owned(),
-        };
+        let to = VersionId::of(&next.shared);
         let name = self.core.shared.name.clone();
         let factory = self.core.config.factory();
         match self
@@ -288,12 +283,7 @@ impl<C: Configure> Instance<C> {
             Err(e) => {
                 let why = format!("its {factory} failed: {e}");
                 error!(plugin = %name, version = %to, "plugin version {to} refused, {why}; {from} stays in use");
-                versions.refuse(
-                    &next,
-                    &self.core.plugin(&None),
-                    ReloadOutcome::Refused,
-                    &why,
-                );
+                versions.refuse(&next, &self.core.plugin(), ReloadOutcome::Refused, &why);
             }
         }
     }
@@ -311,8 +301,8 @@ impl<C: Configure> Instance<C> {
                 let why = format!("batch {batch} on it failed: {e}");
                 error!(plugin = %self.core.shared.name, version = %from, "plugin version {from} rolled back to {to}, which redoes the batch: {why}");
                 versions.refuse(
-                    &bad.plugin(&None),
-                    &self.core.plugin(&None),
+                    &bad.plugin(),
+                    &self.core.plugin(),
                     ReloadOutcome::RolledBack,
                     &why,
                 );

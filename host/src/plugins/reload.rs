@@ -6,7 +6,7 @@
 //! rejects, puts the old one back, which then does the batch (nothing lost, nothing twice), and the
 //! version is refused with the reason. Counters are shared by every version of a plugin.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -15,6 +15,7 @@ use anyhow::{anyhow, bail};
 use tracing::{error, info, warn};
 
 use super::error::Phase;
+use super::loader::PluginShared;
 use super::metrics::{PluginMetrics, ReloadOutcome};
 use super::{Plugin, PluginDir, PluginHost};
 
@@ -68,10 +69,10 @@ pub struct VersionId {
 }
 
 impl VersionId {
-    fn of(p: &Plugin) -> VersionId {
+    pub(crate) fn of(p: &PluginShared) -> VersionId {
         VersionId {
-            version: p.version().to_owned(),
-            sha256: p.sha256().to_owned(),
+            version: p.manifest.version.clone(),
+            sha256: p.sha256.clone(),
         }
     }
 }
@@ -97,8 +98,8 @@ pub struct VersionReport {
 struct State {
     current: Plugin,
     staged: Option<Plugin>,
-    /// Versions refused (sha256 → why): never tried again.
-    refused: BTreeMap<String, String>,
+    /// The sha256 of versions refused: never tried again (`problem` says why the last one was).
+    refused: BTreeSet<String>,
     /// A new version that could not be read yet (a load or verify error is tried again every scan),
     /// logged once: (sha256, message).
     unreadable: Option<(String, String)>,
@@ -121,7 +122,7 @@ impl Versions {
             state: Mutex::new(State {
                 current: first,
                 staged: None,
-                refused: BTreeMap::new(),
+                refused: BTreeSet::new(),
                 unreadable: None,
                 problem: None,
             }),
@@ -149,21 +150,21 @@ impl Versions {
     pub(crate) fn newer_than(self: &Arc<Self>, sha256: &str) -> Option<Plugin> {
         let s = self.lock();
         let newest = s.staged.as_ref().unwrap_or(&s.current);
-        (newest.sha256() != sha256 && !s.refused.contains_key(newest.sha256()))
+        (newest.sha256() != sha256 && !s.refused.contains(newest.sha256()))
             .then(|| self.tracked(newest))
     }
 
     pub(crate) fn is_refused(&self, sha256: &str) -> bool {
-        self.lock().refused.contains_key(sha256)
+        self.lock().refused.contains(sha256)
     }
 
     /// An instance ran `plugin`'s first batches well: it is the version in use.
     pub(crate) fn passed(&self, plugin: &Plugin) {
         let mut s = self.lock();
-        if s.current.sha256() == plugin.sha256() || s.refused.contains_key(plugin.sha256()) {
+        if s.current.sha256() == plugin.sha256() || s.refused.contains(plugin.sha256()) {
             return;
         }
-        let from = VersionId::of(&s.current);
+        let from = VersionId::of(&s.current.shared);
         s.current = Plugin {
             shared: plugin.shared.clone(),
             versions: None,
@@ -177,7 +178,7 @@ impl Versions {
         s.problem = None;
         drop(s);
         self.metrics.record_reload(ReloadOutcome::Switched);
-        info!(plugin = %self.name, from = %from, to = %VersionId::of(plugin), "plugin version {} passed its first {PROBATION_BATCHES} batches: now in use", VersionId::of(plugin));
+        info!(plugin = %self.name, from = %from, to = %VersionId::of(&plugin.shared), "plugin version {} passed its first {PROBATION_BATCHES} batches: now in use", VersionId::of(&plugin.shared));
     }
 
     /// `bad` cannot be used (`why`); `fallback` is the version the instance that found out went back to.
@@ -189,15 +190,8 @@ impl Versions {
         why: &str,
     ) {
         let mut s = self.lock();
-        if s.refused.contains_key(bad.sha256()) {
+        if s.refused.contains(bad.sha256()) {
             return;
-        }
-        s.refused.insert(bad.sha256().to_owned(), why.to_owned());
-        if s.staged
-            .as_ref()
-            .is_some_and(|p| p.sha256() == bad.sha256())
-        {
-            s.staged = None;
         }
         if s.current.sha256() == bad.sha256() {
             // Another instance had passed its first batches on it: every instance goes back.
@@ -206,7 +200,29 @@ impl Versions {
                 versions: None,
             };
         }
-        s.problem = Some(format!("version {} not used: {why}", VersionId::of(bad)));
+        self.mark_refused(
+            s,
+            bad.sha256(),
+            &format!("version {}", VersionId::of(&bad.shared)),
+            why,
+            outcome,
+        );
+    }
+
+    /// Records `sha256` (`label` in messages) as refused for good, with `why`, and counts `outcome`.
+    fn mark_refused(
+        &self,
+        mut s: MutexGuard<'_, State>,
+        sha256: &str,
+        label: &str,
+        why: &str,
+        outcome: ReloadOutcome,
+    ) {
+        s.refused.insert(sha256.to_owned());
+        if s.staged.as_ref().is_some_and(|p| p.sha256() == sha256) {
+            s.staged = None;
+        }
+        s.problem = Some(format!("{label} not used: {why}"));
         drop(s);
         self.metrics.record_reload(outcome);
     }
@@ -220,8 +236,8 @@ impl Versions {
     pub fn report(&self) -> VersionReport {
         let s = self.lock();
         VersionReport {
-            in_use: VersionId::of(&s.current),
-            staged: s.staged.as_ref().map(VersionId::of),
+            in_use: VersionId::of(&s.current.shared),
+            staged: s.staged.as_ref().map(|p| VersionId::of(&p.shared)),
             problem: s.problem.clone(),
         }
     }
@@ -238,9 +254,15 @@ impl Versions {
         };
         let sha = manifest.sha256.to_ascii_lowercase();
         {
-            let s = self.lock();
-            let newest = s.staged.as_ref().unwrap_or(&s.current);
-            if newest.sha256() == sha || s.current.sha256() == sha || s.refused.contains_key(&sha) {
+            let mut s = self.lock();
+            if s.current.sha256() == sha {
+                if let Some(staged) = s.staged.take() {
+                    // Installed again before any instance took the staged version up.
+                    info!(plugin = %self.name, "the plugin's folder holds the version in use again: {} is not taken up", VersionId::of(&staged.shared));
+                }
+                return;
+            }
+            if s.staged.as_ref().is_some_and(|p| p.sha256() == sha) || s.refused.contains(&sha) {
                 return;
             }
         }
@@ -253,14 +275,12 @@ impl Versions {
                     p.kind(),
                     s.current.kind()
                 );
-                error!(plugin = %self.name, version = %VersionId::of(&p), "new plugin version refused: {why}");
-                s.problem = Some(format!("version {} not used: {why}", VersionId::of(&p)));
-                s.refused.insert(sha, why);
-                drop(s);
-                self.metrics.record_reload(ReloadOutcome::Refused);
+                let label = format!("version {}", VersionId::of(&p.shared));
+                error!(plugin = %self.name, "new plugin {label} refused: {why}");
+                self.mark_refused(s, &sha, &label, &why, ReloadOutcome::Refused);
             }
             Ok(p) => {
-                info!(plugin = %self.name, from = %VersionId::of(&s.current), to = %VersionId::of(&p), "new plugin version {} compiled beside {}: it takes over at each instance's next completed checkpoint", VersionId::of(&p), VersionId::of(&s.current));
+                info!(plugin = %self.name, from = %VersionId::of(&s.current.shared), to = %VersionId::of(&p.shared), "new plugin version {} compiled beside {}: it takes over at each instance's next completed checkpoint", VersionId::of(&p.shared), VersionId::of(&s.current.shared));
                 s.staged = Some(p);
                 s.unreadable = None;
                 s.problem = None;
@@ -273,10 +293,13 @@ impl Versions {
             Err(e) => {
                 let why = format!("{e}");
                 error!(plugin = %self.name, sha256 = %sha, "new plugin version refused: {why}; the version in use stays");
-                s.problem = Some(format!("sha256 {sha} not used: {why}"));
-                s.refused.insert(sha, why);
-                drop(s);
-                self.metrics.record_reload(ReloadOutcome::Refused);
+                self.mark_refused(
+                    s,
+                    &sha,
+                    &format!("sha256 {sha}"),
+                    &why,
+                    ReloadOutcome::Refused,
+                );
             }
         }
     }
