@@ -10,6 +10,7 @@ use pulsar_connect::plugins::catalog::{
     COMPILE_CACHE_ENV, PluginCatalog, resolve_compile_cache, resolve_plugin_dir,
 };
 use pulsar_connect::plugins::reload::{PLUGIN_RELOAD_ENV, parse_reload_interval};
+use pulsar_connect::runtime::restart::{RestartHistory, RestartStrategy};
 use pulsar_connect::runtime::{self, Metrics, RunOptions};
 use tracing::{info, warn};
 
@@ -236,9 +237,9 @@ fn main() -> ExitCode {
                     return ExitCode::from(EXIT_RUNTIME);
                 }
             };
-            metrics.status.set_restarts(
-                std::env::var("PULSAR_CONNECT_RESTARTS").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
-            );
+            let history = RestartHistory::from_env();
+            metrics.status.set_restarts(history.restarts, history.last_cause.clone());
+            metrics.restarts.inc_by(history.restarts);
             if let Some(addr) = metrics_addr {
                 match pulsar_connect::status::serve(addr, metrics.clone()).await {
                     Ok(bound) => info!("status at http://{bound}/ (metrics at /metrics, JSON at /api/status)"),
@@ -258,29 +259,54 @@ fn main() -> ExitCode {
                     info!(rows_in = s.rows_in, rows_out = s.rows_out, checkpoints = s.checkpoints, restored_from = ?s.restored_from, "job finished");
                     ExitCode::SUCCESS
                 }
-                Err(e) if pulsar_connect::connector_api::needs_rewind(&e) => restart(&e),
-                Err(e) => {
-                    eprintln!("error: {}: {e:#}", path.display());
-                    ExitCode::from(EXIT_RUNTIME)
-                }
+                Err(e) => after_failure(&path, &e, &settings.restart, history),
             }
         }),
     }
 }
 
-/// The job asked to read again from its durable positions ([`pulsar_connect::connector_api::Rewind`]):
-/// this process becomes a fresh run of the same command line (without `--fresh`). `exec` keeps the pid,
-/// the log and whatever supervises the process, and closes every broker connection, so the broker
-/// dispatches from the subscriptions' cursors to the new consumers.
-fn restart(e: &anyhow::Error) -> ExitCode {
+/// A run failed with `e`: the job's restart strategy decides whether it starts again
+/// ([`pulsar_connect::runtime::restart`]). Each restart and the final failure name the cause and where
+/// the strategy stands.
+fn after_failure(
+    path: &std::path::Path,
+    e: &anyhow::Error,
+    strategy: &RestartStrategy,
+    mut history: RestartHistory,
+) -> ExitCode {
+    use pulsar_connect::runtime::restart::{Decision, now_ms};
+    let rewind = pulsar_connect::connector_api::needs_rewind(e);
+    match strategy.decide(&mut history, now_ms(), rewind, rand::random::<f64>()) {
+        Decision::Restart { delay, of } => {
+            let cause = format!("{e:#}");
+            warn!(
+                restart = history.restarts,
+                "restarting the job ({of}) in {}: {cause}",
+                pulsar_connect::options::duration::format(delay)
+            );
+            history.last_cause = Some(cause);
+            std::thread::sleep(delay);
+            restart(&history)
+        }
+        Decision::Fail { why } => {
+            eprintln!("error: {}: {e:#}", path.display());
+            if history.restarts > 0 || strategy.name().is_some() {
+                eprintln!(
+                    "error: {}: not restarted after {} restart(s): {why}",
+                    path.display(),
+                    history.restarts
+                );
+            }
+            ExitCode::from(EXIT_RUNTIME)
+        }
+    }
+}
+
+/// This process becomes a fresh run of the same command line (without `--fresh`), carrying `history`.
+/// `exec` keeps the pid, the log and whatever supervises the process, and closes every broker
+/// connection, so the broker dispatches from the subscriptions' cursors to the new consumers.
+fn restart(history: &RestartHistory) -> ExitCode {
     use std::os::unix::process::CommandExt;
-    let count = std::env::var("PULSAR_CONNECT_RESTARTS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0)
-        + 1;
-    warn!(restart = count, "restarting the job: {e:#}");
-    std::thread::sleep(std::time::Duration::from_secs(1));
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(err) => {
@@ -294,7 +320,10 @@ fn restart(e: &anyhow::Error) -> ExitCode {
         .collect();
     let err = std::process::Command::new(exe)
         .args(args)
-        .env("PULSAR_CONNECT_RESTARTS", count.to_string())
+        .env(
+            pulsar_connect::runtime::restart::HISTORY_ENV,
+            history.to_env(),
+        )
         .exec();
     eprintln!("error: restarting the job: {err}");
     ExitCode::from(EXIT_RUNTIME)

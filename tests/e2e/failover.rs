@@ -246,33 +246,7 @@ async fn a_conflicting_acknowledgement_aborts_the_transaction_and_restarts_the_j
         "SET 'execution.checkpointing.interval' = '300ms'",
         "SET 'execution.checkpointing.interval' = '8s'",
     );
-    let entries: Vec<magnetar::MessageId> = {
-        let mut ids = Vec::new();
-        let client = job.broker.client().await?;
-        let mut reader = SplitReader::open(
-            &client,
-            Split {
-                topic: TopicName::parse(&job.input)?,
-                partition: -1,
-            },
-            &format!("ids-{}", now_ms()),
-            StartPosition::Earliest,
-            DataLossPolicy::Fail,
-        )
-        .await?;
-        let mut seen = 0;
-        while seen < N as usize {
-            let batch = reader.next_batch(1000, Duration::from_secs(10)).await?;
-            anyhow::ensure!(!batch.is_empty(), "the input ended after {seen} messages");
-            seen += batch.len();
-            for m in batch {
-                push_entry(&mut ids, m.message_id);
-            }
-        }
-        reader.close().await.ok();
-        client.close().await;
-        ids
-    };
+    let entries = input_entries(&job).await?;
     let mut child = job.spawn();
     if let Err(e) = acknowledge_elsewhere_until_it_restarts(&job, entries).await {
         child.kill().ok();
@@ -296,60 +270,140 @@ async fn acknowledge_elsewhere_until_it_restarts(
     job: &CopyJob,
     entries: Vec<magnetar::MessageId>,
 ) -> Result<()> {
-    use magnetar::proto::pb::command_subscribe::SubType;
+    let mut other = Elsewhere::attach(job, 1).await?;
+    other.hold(job, &entries).await?;
+    wait_for_log(job, "restarting the job", 1).await?;
+    // The other process gives its messages back.
+    other.release().await?;
+    other.close().await;
+    Ok(())
+}
+
+/// Waits (≤ 60 s) until the job's log holds `text` at least `count` times.
+pub(super) async fn wait_for_log(job: &CopyJob, text: &str, count: usize) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !job
-        .log_text()
-        .contains("this process now reads 1 of the 1 splits")
-    {
+    while job.log_text().matches(text).count() < count {
         anyhow::ensure!(
             Instant::now() < deadline,
-            "the job never read:\n{}",
+            "the log never held {text:?} {count} time(s):\n{}",
             job.log_text()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // The job has read (20 000 rows take well under a second) but not acknowledged yet.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let subscription = job
-        .log_text()
-        .split("subscription=")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .map(str::to_owned)
-        .expect("the log names the subscription");
-    let client = job.broker.client().await?;
-    let other = client
-        .consumer(&job.input)
-        .subscription(&subscription)
-        .subscription_type(SubType::Failover)
-        .name("zz-another-process")
-        .subscribe()
-        .await?;
-    let txn = client.new_transaction(Duration::from_secs(120)).await?;
-    client
-        .register_subscription_to_transaction(txn, job.input.clone(), subscription.clone())
-        .await?;
-    other.ack_batch_with_txn(entries, txn.id()).await?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !job.log_text().contains("restarting the job") {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the job did not restart:\n{}",
-            job.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    // The other process gives its messages back.
-    client.abort_transaction(txn).await?;
-    other.close().await?;
-    client.close().await;
     Ok(())
+}
+
+/// Every entry of the job's input (read by a reader of its own).
+pub(super) async fn input_entries(job: &CopyJob) -> Result<Vec<magnetar::MessageId>> {
+    let mut ids = Vec::new();
+    let client = job.broker.client().await?;
+    let mut reader = SplitReader::open(
+        &client,
+        Split {
+            topic: TopicName::parse(&job.input)?,
+            partition: -1,
+        },
+        &format!("ids-{}", now_ms()),
+        StartPosition::Earliest,
+        DataLossPolicy::Fail,
+    )
+    .await?;
+    let mut seen = 0;
+    while seen < N as usize {
+        let batch = reader.next_batch(1000, Duration::from_secs(10)).await?;
+        anyhow::ensure!(!batch.is_empty(), "the input ended after {seen} messages");
+        seen += batch.len();
+        for m in batch {
+            push_entry(&mut ids, m.message_id);
+        }
+    }
+    reader.close().await.ok();
+    client.close().await;
+    Ok(ids)
+}
+
+/// Another process of the job's Failover subscription, holding messages in transactions of its own
+/// (what a process the broker moved the partition away from does). Its consumer is attached only while
+/// it acknowledges: a standby consumer left attached would become the active one while the job restarts
+/// (on a non-partitioned topic the first consumer attached is active) and keep the job idle.
+pub(super) struct Elsewhere {
+    client: magnetar::PulsarClient,
+    subscription: String,
+    txn: Option<magnetar::Transaction>,
+}
+
+impl Elsewhere {
+    /// Ready once the job's `run`-th run reads and had 2 s to receive the input (20 000 rows take well
+    /// under a second): [`Elsewhere::until_reading`].
+    pub(super) async fn attach(job: &CopyJob, run: usize) -> Result<Elsewhere> {
+        Self::until_reading(job, run).await?;
+        let subscription = job
+            .log_text()
+            .split("subscription=")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .map(str::to_owned)
+            .expect("the log names the subscription");
+        Ok(Elsewhere {
+            client: job.broker.client().await?,
+            subscription,
+            txn: None,
+        })
+    }
+
+    /// Waits until the job's `run`-th run reads (its log says so) and had 2 s to receive the input.
+    pub(super) async fn until_reading(job: &CopyJob, run: usize) -> Result<()> {
+        wait_for_log(job, "this process now reads 1 of the 1 splits", run).await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Ok(())
+    }
+
+    /// Acknowledges `entries` inside a new transaction, left open.
+    pub(super) async fn hold(
+        &mut self,
+        job: &CopyJob,
+        entries: &[magnetar::MessageId],
+    ) -> Result<()> {
+        use magnetar::proto::pb::command_subscribe::SubType;
+        let consumer = self
+            .client
+            .consumer(&job.input)
+            .subscription(&self.subscription)
+            .subscription_type(SubType::Failover)
+            .name("zz-another-process")
+            .subscribe()
+            .await?;
+        let txn = self
+            .client
+            .new_transaction(Duration::from_secs(120))
+            .await?;
+        self.client
+            .register_subscription_to_transaction(txn, job.input.clone(), self.subscription.clone())
+            .await?;
+        consumer
+            .ack_batch_with_txn(entries.to_vec(), txn.id())
+            .await?;
+        consumer.close().await.ok();
+        self.txn = Some(txn);
+        Ok(())
+    }
+
+    /// Aborts the open transaction: its messages go back to the subscription.
+    pub(super) async fn release(&mut self) -> Result<()> {
+        if let Some(txn) = self.txn.take() {
+            self.client.abort_transaction(txn).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn close(self) {
+        self.client.close().await;
+    }
 }
 
 /// The exactly-once copy job of `copy_job`, its source read through a Failover subscription, every run
 /// without a state directory (the cursor is the position).
-async fn failover_copy_job() -> Result<CopyJob> {
+pub(super) async fn failover_copy_job() -> Result<CopyJob> {
     let mut job = CopyJob::new("exactly-once").await?;
     job.stateless = true;
     job.edit_job(

@@ -23,6 +23,7 @@ mod pulsar_transactions;
 mod pulsar_writer;
 mod python_interop;
 mod read_rounds;
+mod restarts;
 mod routers_wasm;
 mod routing_vectors;
 mod sdk_plugins;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 
 use crate::options::{OptionDecl, OptionSet, ResolvedOptions, check_value};
+use crate::runtime::restart::{self as rs, RestartStrategy};
 use crate::sql::Pos;
 
 pub const CHECKPOINT_INTERVAL: &str = "execution.checkpointing.interval";
@@ -37,6 +38,18 @@ pub static JOB_OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
             OptionDecl::duration(BATCH_LINGER, "How long a source may hold rows to fill a batch. Unset (the default): adaptive — a batch is handed on as soon as the source has nothing more received for it, and grows towards `table.exec.mini-batch.size` only while more rows are already waiting, so rows never wait for a timer. `0ms`: every poll's rows are handed on at once. A longer value waits up to that long for a batch to fill (fewer, larger batches at moderate rates, at the cost of latency)."),
             OptionDecl::int(PARALLELISM_DEFAULT, 1, MAX_PARALLELISM, "Subtasks per INSERT for the sources and sinks that read and write in parallel (the Pulsar source and sink, `blackhole`) when the table sets no `scan.parallelism` / `sink.parallelism`. Each source subtask reads its share of the splits (topic partitions, key ranges) with its own decoders and transform, and feeds one sink subtask, so the rows of a partition stay in order. Unset: as many as the process has cores, capped by the number of splits; the sinks take the sources' number (docs/adr/0015)."),
             OptionDecl::enumeration(NOT_NULL_ENFORCER, &["ERROR", "DROP"], "What to do when a NULL is written to a NOT NULL sink column: fail the job, or drop the row (counted as skipped).").default("ERROR"),
+            OptionDecl::enumeration(rs::TYPE, rs::TYPES, "What happens when the job fails (Flink's restart strategies; docs/adr/0025). `disable` / `none` / `off`: the process ends (exit 1). `fixed-delay`: restart after `restart-strategy.fixed-delay.delay`, at most `restart-strategy.fixed-delay.attempts` times. `failure-rate`: restart after `restart-strategy.failure-rate.delay` while at most `restart-strategy.failure-rate.max-failures-per-interval` failures fall within `restart-strategy.failure-rate.failure-rate-interval`. `exponential-delay`: restart after a backoff that grows by `backoff-multiplier` up to `max-backoff`, with ± `jitter-factor`, reset after the job ran `reset-backoff-threshold`. A restart reads again from the last checkpoint, as the process's own fresh run of the same command line; each one is logged with its cause and counted on the status page. Once a strategy is set every failure counts, a rewind (a moved partition, a conflicting acknowledgement) too. Unset (unlike Flink, which then restarts every failure with exponential-delay): a rewind restarts after 1 s without limit and any other failure ends the process, for its supervisor to decide. The old key `restart-strategy` is read too.").aliases(&["restart-strategy"]),
+            OptionDecl::int(rs::FIXED_ATTEMPTS, 1, i32::MAX as i64, "fixed-delay: how many restarts before a failure ends the job.").default("1"),
+            OptionDecl::duration(rs::FIXED_DELAY, "fixed-delay: the time between a failure and the restart.").default("1s"),
+            OptionDecl::int(rs::RATE_MAX, 1, i32::MAX as i64, "failure-rate: the most failures within `restart-strategy.failure-rate.failure-rate-interval` that still restart; one more ends the job.").default("1"),
+            OptionDecl::duration(rs::RATE_INTERVAL, "failure-rate: the window failures are counted in.").default("1min"),
+            OptionDecl::duration(rs::RATE_DELAY, "failure-rate: the time between a failure and the restart.").default("1s"),
+            OptionDecl::duration(rs::EXP_INITIAL, "exponential-delay: the first backoff.").default("1s"),
+            OptionDecl::duration(rs::EXP_MAX, "exponential-delay: the longest backoff.").default("1min"),
+            OptionDecl::double(rs::EXP_MULTIPLIER, 1.0, 1000.0, "exponential-delay: each failure multiplies the backoff by this, up to `max-backoff`.").default("1.5"),
+            OptionDecl::duration(rs::EXP_RESET, "exponential-delay: a job that ran this long since its last restart starts again from `initial-backoff` (and its attempts from 0).").default("1h"),
+            OptionDecl::double(rs::EXP_JITTER, 0.0, 1.0, "exponential-delay: each backoff is moved by a random amount within ± this fraction, so jobs that failed together do not restart together.").default("0.1"),
+            OptionDecl::int(rs::EXP_ATTEMPTS, 1, i32::MAX as i64, "exponential-delay: how many restarts, counted since the backoff was last reset, before a failure ends the job (default: no limit).").default("2147483647"),
         ],
         vec![],
     )
@@ -56,6 +69,8 @@ pub struct JobSettings {
     pub drop_null_violations: bool,
     /// `parallelism.default` (`None`: the runtime's default).
     pub parallelism: Option<usize>,
+    /// `restart-strategy.*`.
+    pub restart: RestartStrategy,
     /// Every SET pair, for display.
     pub raw: ResolvedOptions,
 }
@@ -74,12 +89,14 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
     let mut warnings = Vec::new();
     let mut known = Vec::new();
     for (k, v, pos) in sets {
-        match set.options.iter().find(|d| d.key == k.as_str()) {
+        match set.options.iter().find(|d| d.spellings().any(|s| s == k)) {
             Some(d) => {
                 check_value(&d.kind, v).map_err(|m| anyhow!("{pos}: SET '{k}': {m}"))?;
-                // A later SET overrides an earlier one, as in the Flink SQL client.
-                known.retain(|(kk, _, _): &(String, String, Pos)| kk != k);
-                known.push((k.clone(), v.clone(), *pos));
+                // A later SET overrides an earlier one (under any of its spellings), as in the Flink
+                // SQL client.
+                let key = d.key.to_string();
+                known.retain(|(kk, _, _): &(String, String, Pos)| *kk != key);
+                known.push((key, v.clone(), *pos));
             }
             None => {
                 let hint = crate::options::suggest(k, set.options.iter().map(|d| d.key.as_ref()))
@@ -114,6 +131,7 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
             batch_linger: r.get_duration(BATCH_LINGER),
             drop_null_violations: r.get(NOT_NULL_ENFORCER) == Some("DROP"),
             parallelism: r.get_i64(PARALLELISM_DEFAULT).map(|n| n.max(1) as usize),
+            restart: RestartStrategy::from_settings(&r),
             raw: r,
         },
         warnings,

@@ -37,6 +37,8 @@ pub struct Metrics {
     pub status: Arc<StatusBoard>,
     pub takeover_aborted: IntCounterVec,
     pub takeover_seconds: prometheus::GaugeVec,
+    /// Restarts of the job by its restart strategy (carried across the `exec` of each restart).
+    pub restarts: IntCounter,
 }
 
 impl Metrics {
@@ -127,6 +129,11 @@ impl Metrics {
             &["table"],
         )?;
         registry.register(Box::new(takeover_seconds.clone()))?;
+        let restarts = IntCounter::new(
+            "restarts_total",
+            "Restarts of the job by its restart strategy (restart-strategy.*; a rewind when none is set), since the command was started",
+        )?;
+        registry.register(Box::new(restarts.clone()))?;
         Ok(Arc::new(Metrics {
             registry,
             rows_in,
@@ -145,6 +152,7 @@ impl Metrics {
             status,
             takeover_aborted,
             takeover_seconds,
+            restarts,
         }))
     }
 

@@ -24,6 +24,7 @@ mod parallelism;
 mod pipelines;
 mod progress;
 mod rates;
+pub mod restart;
 mod series;
 mod stages;
 pub mod status;

@@ -61,6 +61,7 @@ struct Board {
     job: String,
     started: Option<(Instant, SystemTime)>,
     restarts: u64,
+    last_restart_cause: Option<String>,
     inserts: Vec<InsertInfo>,
     checkpoints: VecDeque<CheckpointRecord>,
     table_labels: BTreeMap<String, MetricLabels>,
@@ -98,9 +99,12 @@ impl StatusBoard {
         self.lock().started.map(|(i, _)| i)
     }
 
-    /// How often this process restarted the job (`exec` of itself after a rewind).
-    pub fn set_restarts(&self, n: u64) {
-        self.lock().restarts = n;
+    /// How often this process restarted the job (`exec` of itself after a failure the restart strategy
+    /// restarts), and the last one's cause.
+    pub fn set_restarts(&self, n: u64, last_cause: Option<String>) {
+        let mut b = self.lock();
+        b.restarts = n;
+        b.last_restart_cause = last_cause;
     }
 
     pub fn finished(&self) {
@@ -275,6 +279,7 @@ impl StatusBoard {
             started_at_ms: b.started.map(|(_, t)| epoch_ms(t)),
             uptime_s: uptime.map(|d| d.as_secs_f64()),
             restarts: b.restarts,
+            last_restart_cause: b.last_restart_cause.clone(),
             inserts,
             checkpoints: Checkpoints {
                 completed: metrics.checkpoints.get(),
@@ -300,6 +305,8 @@ pub struct Status {
     pub started_at_ms: Option<i64>,
     pub uptime_s: Option<f64>,
     pub restarts: u64,
+    /// Why the job last restarted (`None`: it has not).
+    pub last_restart_cause: Option<String>,
     pub inserts: Vec<InsertStatus>,
     pub checkpoints: Checkpoints,
     pub plugins: Vec<PluginStatus>,
