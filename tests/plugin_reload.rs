@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pulsar_connect::plugins::catalog::PluginCatalog;
-use pulsar_connect::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef, model};
+use pulsar_connect::plugins::{Decoder, Kind, MessageBatchBuilder, MessageRef, Plugin, model};
 use pulsar_connect_tests::guests::{hostile_build, install_with};
 
 fn schema() -> SchemaRef {
@@ -85,14 +85,19 @@ fn in_use(catalog: &PluginCatalog) -> (String, String, Option<String>) {
     (r.in_use.version, r.in_use.sha256, r.problem)
 }
 
+/// The catalog of `dir` (its folder scanned every `reload`, or never), the hostile plugin and a decoder.
+fn watched(dir: &Path, reload: Option<Duration>) -> (PluginCatalog, Plugin, Decoder) {
+    let catalog = PluginCatalog::new(dir.to_owned()).with_reload(reload);
+    let plugin = catalog.load("hostile", Kind::Format).unwrap();
+    let decoder = Decoder::new(&plugin, &[], schema()).unwrap();
+    (catalog, plugin, decoder)
+}
+
 #[test]
 fn a_decoder_switches_at_a_completed_checkpoint_and_refuses_or_rolls_back_bad_versions() {
     let dir = tempfile::tempdir().unwrap();
     put(dir.path(), 1, false, false);
-    let catalog =
-        PluginCatalog::new(dir.path().to_owned()).with_reload(Some(Duration::from_millis(100)));
-    let plugin = catalog.load("hostile", Kind::Format).unwrap();
-    let mut decoder = Decoder::new(&plugin, &[], schema()).unwrap();
+    let (catalog, plugin, mut decoder) = watched(dir.path(), Some(Duration::from_millis(100)));
     let mut tagged = Decoder::new(&plugin, &[("tag".into(), "mine".into())], schema()).unwrap();
     assert_eq!(
         tags(&decoder.decode(messages(2)).unwrap().batch),
@@ -177,9 +182,7 @@ fn a_decoder_switches_at_a_completed_checkpoint_and_refuses_or_rolls_back_bad_ve
 fn without_reload_the_first_version_stays() {
     let dir = tempfile::tempdir().unwrap();
     put(dir.path(), 1, false, false);
-    let catalog = PluginCatalog::new(dir.path().to_owned()).with_reload(None);
-    let plugin = catalog.load("hostile", Kind::Format).unwrap();
-    let mut decoder = Decoder::new(&plugin, &[], schema()).unwrap();
+    let (catalog, _plugin, mut decoder) = watched(dir.path(), None);
     put(dir.path(), 2, false, false);
     std::thread::sleep(Duration::from_millis(300));
     decoder.checkpoint_completed();
@@ -191,10 +194,7 @@ fn without_reload_the_first_version_stays() {
 fn installing_the_version_in_use_again_drops_a_staged_one() {
     let dir = tempfile::tempdir().unwrap();
     put(dir.path(), 1, false, false);
-    let catalog =
-        PluginCatalog::new(dir.path().to_owned()).with_reload(Some(Duration::from_millis(100)));
-    let plugin = catalog.load("hostile", Kind::Format).unwrap();
-    let mut decoder = Decoder::new(&plugin, &[], schema()).unwrap();
+    let (catalog, _plugin, mut decoder) = watched(dir.path(), Some(Duration::from_millis(100)));
     put(dir.path(), 2, false, false);
     wait_staged(&catalog, "2.0.0");
     put(dir.path(), 1, false, false);

@@ -284,7 +284,7 @@ fn after_failure(
                 "restarting the job ({of}) in {}: {cause}",
                 pulsar_connect::options::duration::format(delay)
             );
-            history.last_cause = Some(cause);
+            history.set_cause(&cause);
             std::thread::sleep(delay);
             restart(&history)
         }

@@ -42,6 +42,9 @@ pub const TYPES: &[&str] = &[
 /// The environment variable that carries a [`RestartHistory`] into the restarted process.
 pub const HISTORY_ENV: &str = "PULSAR_CONNECT_RESTART_HISTORY";
 
+/// The longest cause kept in the history (the log line has it whole).
+pub const MAX_CAUSE_BYTES: usize = 4096;
+
 /// The delay of a rewind when no strategy is set.
 const REWIND_DELAY: Duration = Duration::from_secs(1);
 
@@ -215,19 +218,16 @@ impl RestartStrategy {
                 // ± jitter × backoff, never beyond max-backoff.
                 let spread = h.backoff_ms as f64 * jitter * (2.0 * random - 1.0);
                 let ms = (h.backoff_ms as f64 + spread).clamp(0.0, max.as_millis() as f64);
-                let of = if *attempts_before_reset >= i32::MAX as u64 {
-                    format!(
-                        "exponential-delay: attempt {}, backoff {}",
-                        h.attempts,
-                        fmt(Duration::from_millis(h.backoff_ms))
-                    )
+                let limit = if *attempts_before_reset >= i32::MAX as u64 {
+                    String::new()
                 } else {
-                    format!(
-                        "exponential-delay: attempt {} of {attempts_before_reset}, backoff {}",
-                        h.attempts,
-                        fmt(Duration::from_millis(h.backoff_ms))
-                    )
+                    format!(" of {attempts_before_reset}")
                 };
+                let of = format!(
+                    "exponential-delay: attempt {}{limit}, backoff {}",
+                    h.attempts,
+                    fmt(Duration::from_millis(h.backoff_ms))
+                );
                 restart(h, Duration::from_millis(ms as u64), of)
             }
         }
@@ -272,6 +272,20 @@ impl RestartHistory {
             .ok()
             .and_then(|v| serde_json::from_str(&v).ok())
             .unwrap_or_default()
+    }
+
+    /// Records the cause of the restart about to happen, cut to [`MAX_CAUSE_BYTES`]: the history is one
+    /// environment variable, and Linux refuses to `exec` with one longer than 128 KiB.
+    pub fn set_cause(&mut self, cause: &str) {
+        let mut end = cause.len().min(MAX_CAUSE_BYTES);
+        while !cause.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut kept = cause[..end].to_owned();
+        if end < cause.len() {
+            kept.push_str(" …");
+        }
+        self.last_cause = Some(kept);
     }
 
     pub fn to_env(&self) -> String {

@@ -210,3 +210,17 @@ fn invalid_values_are_refused_with_the_key_and_the_allowed_ones() {
     let e = bad("restart-strategy.failure-rate.delay", "soon");
     assert!(e.contains("failure-rate.delay"), "{e}");
 }
+
+#[test]
+fn a_long_cause_is_cut_at_a_character_boundary_so_the_history_stays_one_short_variable() {
+    let mut h = RestartHistory::default();
+    h.set_cause(&"é".repeat(MAX_CAUSE_BYTES));
+    let kept = h.last_cause.clone().unwrap();
+    assert!(
+        kept.len() <= MAX_CAUSE_BYTES + " …".len() && kept.ends_with(" …"),
+        "{}",
+        kept.len()
+    );
+    h.set_cause("short");
+    assert_eq!(h.last_cause.as_deref(), Some("short"));
+}
