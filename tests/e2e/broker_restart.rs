@@ -6,6 +6,7 @@
 use tokio::sync::{Mutex, MutexGuard};
 
 mod exactly_once_broker_restart;
+mod fresh_broker;
 mod pulsar_broker_restart;
 
 static RESTARTING: Mutex<()> = Mutex::const_new(());

@@ -212,7 +212,9 @@ async fn produce_payloads(broker: &TestBroker, input: &str, payloads: Vec<String
     let client = broker.client().await?;
     let producer = client
         .producer(input)
-        .batching(1000, 1 << 20)
+        // Entries of 10 messages at most, so a dispatch throttle (`copy_with_kills_each`) is smooth: the
+        // broker charges a dispatch after the fact, and its first read of up to 100 entries is a burst.
+        .batching(10, 1 << 20)
         .batching_max_publish_delay(Duration::from_millis(5))
         .create()
         .await?;
@@ -250,7 +252,11 @@ impl CopyJob {
 
     /// A copy job whose input topic has `partitions` partitions (0: a non-partitioned topic).
     pub async fn with_partitions(semantic: &str, partitions: u32) -> Result<CopyJob> {
-        let broker = TestBroker::get();
+        Self::on(TestBroker::get(), semantic, partitions).await
+    }
+
+    /// [`Self::with_partitions`] on `broker`.
+    pub async fn on(broker: TestBroker, semantic: &str, partitions: u32) -> Result<CopyJob> {
         let input = unique_topic(&format!("{semantic}-in"));
         let output = unique_topic(&format!("{semantic}-out"));
         if partitions == 0 {
@@ -457,6 +463,13 @@ impl CopyJob {
     /// Whether the job's subscription on the input has no backlog: every input row is covered by a
     /// completed checkpoint (the position is committed when a checkpoint completes).
     pub fn input_consumed(&self) -> bool {
+        self.subscription_stats()
+            .is_some_and(|s| s["msgBacklog"].as_u64() == Some(0))
+    }
+
+    /// The broker's stats of the job's subscription on the input (of all partitions together), if it
+    /// has one yet.
+    pub fn subscription_stats(&self) -> Option<serde_json::Value> {
         let path = self
             .input
             .strip_prefix("persistent://")
@@ -466,20 +479,24 @@ impl CopyJob {
         } else {
             "stats"
         };
-        let Ok(stats) =
-            self.broker
-                .admin("GET", &format!("/admin/v2/persistent/{path}/{stats}"), None)
-        else {
-            return false;
-        };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&stats) else {
-            return false;
-        };
-        v["subscriptions"].as_object().is_some_and(|subs| {
-            subs.iter().any(|(name, s)| {
-                name.starts_with("pulsar-connect") && s["msgBacklog"].as_u64() == Some(0)
-            })
-        })
+        let stats = self
+            .broker
+            .admin("GET", &format!("/admin/v2/persistent/{path}/{stats}"), None)
+            .ok()?;
+        let mut v = serde_json::from_str::<serde_json::Value>(&stats).ok()?;
+        let subs = v["subscriptions"].as_object_mut()?;
+        let name = subs
+            .keys()
+            .find(|k| k.starts_with("pulsar-connect"))?
+            .clone();
+        subs.remove(&name)
+    }
+
+    /// Consumers attached to the job's subscription (on any partition).
+    fn consumers(&self) -> usize {
+        self.subscription_stats()
+            .and_then(|s| s["consumers"].as_array().map(Vec::len))
+            .unwrap_or(0)
     }
 
     /// Runs `child` (restarting the job whenever it exits, as a supervisor would) until the input is
@@ -556,30 +573,81 @@ pub async fn copy_with_kills_from(
 
 /// [`copy_with_kills_from`], calling `before(round)` before each run (the last one is round `rounds`),
 /// e.g. to change the job file.
+///
+/// Each kill lands with work in flight: the input's dispatch is throttled so that the killed runs
+/// cannot copy it all, every run is killed at a random point 0.3–2.3 s after it attached its consumers, and
+/// at each kill rows must have been delivered to the run and a backlog be left (the figures are printed). The last run goes
+/// unthrottled.
 pub async fn copy_with_kills_each(
     job: &CopyJob,
     rounds: usize,
     before: impl Fn(usize),
 ) -> Result<(BTreeMap<u64, usize>, String)> {
+    // Each killed run gets its input for at most 2.3 s: together at most ~3/5 of it (and a first burst).
+    let per_second = (N as usize / (4 * rounds.max(1))).max(50) as u32;
+    let per_partition = per_second / job.partitions.max(1);
+    job.broker
+        .throttle_dispatch(&job.input, Some(per_partition.max(10)))?;
     let mut seed = now_ms();
+    let mut backlogs = Vec::with_capacity(rounds);
     for round in 0..rounds {
         before(round);
         let mut child = job.spawn();
-        // A pseudo-random point between 0.3 s and 2.3 s into the run.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while job.consumers() == 0 {
+            if let Some(status) = child.try_wait()? {
+                panic!(
+                    "round {round}: the job exited before it attached ({status}):\n{}",
+                    job.log_text()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: no consumer attached within 60 s; log:\n{}",
+                job.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // A pseudo-random point 0.3–2.3 s after the consumers attached.
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        let wait = 300 + (seed >> 33) % 2000;
-        std::thread::sleep(Duration::from_millis(wait));
+        std::thread::sleep(Duration::from_millis(300 + (seed >> 33) % 2000));
         if let Some(status) = child.try_wait()? {
             panic!(
                 "round {round}: the job exited early ({status}):\n{}",
                 job.log_text()
             );
         }
+        let stats = job.subscription_stats().unwrap_or_default();
         child.kill()?; // SIGKILL
         child.wait()?;
+        let backlog = stats["msgBacklog"].as_u64().unwrap_or(0);
+        let delivered: u64 = stats["consumers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["msgOutCounter"].as_u64())
+            .sum();
+        backlogs.push((delivered, backlog));
+        // The next run's consumers are told from this one's by their absence in between.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while job.consumers() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
+    eprintln!(
+        "{rounds} × kill -9 (dispatch {per_second} msg/s): (delivered to the run, backlog of {N}) at each kill {backlogs:?}"
+    );
+    // Most kills land with rows in flight (delivered to the run, more left to copy); a run that copied
+    // nothing before its kill is what a stall looks like, and the last kills may find the input drained.
+    let in_flight = backlogs.iter().filter(|(d, b)| *d > 0 && *b > 0).count();
+    assert!(
+        in_flight * 2 >= rounds,
+        "only {in_flight} of {rounds} kills landed with rows in flight: {backlogs:?}; log:\n{}",
+        job.log_text()
+    );
+    job.broker.throttle_dispatch(&job.input, None)?;
     let mut restarts = 0;
     before(rounds);
     let result = job.finish(job.spawn(), &mut restarts).await?;

@@ -11,6 +11,9 @@ use pulsar_connect::pulsar::topics::{Split, TopicName};
 use pulsar_connect_tests::jobs::RunningJob;
 use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 
+#[path = "cluster.rs"]
+#[allow(dead_code)] // shared with fresh_broker.rs (`broker_restart`), which uses the rest
+pub(crate) mod cluster;
 #[path = "copy_job.rs"]
 pub(crate) mod copy_job;
 use copy_job::{

@@ -10,9 +10,12 @@ use std::time::Duration;
 use anyhow::Result;
 use xtask::broker::{self, Profile};
 
+#[path = "cluster.rs"]
+#[allow(dead_code)] // shared with takeover.rs, which uses the rest
+pub(crate) mod cluster;
 #[path = "copy_job.rs"]
 #[allow(dead_code)] // shared with exactly_once.rs, which uses the rest
-mod copy_job;
+pub(crate) mod copy_job;
 use copy_job::{CopyJob, assert_exactly_once};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,7 @@
 //! started by `cargo xtask broker start`. A test that needs a broker and finds none fails with a message
 //! saying how to start one; it never passes silently.
 
+pub mod fresh_broker;
 pub mod guests;
 pub mod jobs;
 
@@ -113,23 +114,50 @@ impl TestBroker {
     }
 
     /// Creates the non-partitioned `topic` with a topic policy under which the broker refuses every
-    /// message above `bytes` (a way to make one send fail), and waits until the broker applies it (topic
-    /// policies travel through a system topic).
+    /// message above `bytes` (a way to make one send fail), and waits until the broker applies it.
     pub fn create_topic_with_max_message_size(&self, topic: &str, bytes: u32) -> Result<()> {
-        let path = topic
-            .strip_prefix("persistent://")
-            .with_context(|| format!("expected a persistent:// topic, got {topic}"))?;
+        let path = topic_path(topic)?;
         self.admin("PUT", &format!("/admin/v2/persistent/{path}"), None)?;
-        let policy = format!("/admin/v2/persistent/{path}/maxMessageSize");
-        self.admin("POST", &policy, Some(&bytes.to_string()))?;
+        self.set_topic_policy(topic, "maxMessageSize", Some(&bytes.to_string()), |v| {
+            v.trim() == bytes.to_string()
+        })
+    }
+
+    /// Limits how fast the broker dispatches `topic` (each partition of a partitioned one) to its
+    /// subscriptions, to `per_second` messages a second (none: lifts the limit), and waits until the
+    /// broker applies it. A way to keep a job's input in flight for as long as a test needs.
+    pub fn throttle_dispatch(&self, topic: &str, per_second: Option<u32>) -> Result<()> {
+        let body = per_second.map(|n| {
+            format!(
+                r#"{{"dispatchThrottlingRateInMsg":{n},"dispatchThrottlingRateInByte":-1,"ratePeriodInSecond":1,"relativeToPublishRate":false}}"#
+            )
+        });
+        self.set_topic_policy(topic, "dispatchRate", body.as_deref(), |v| {
+            let rate = serde_json::from_str::<serde_json::Value>(v)
+                .ok()
+                .and_then(|v| v["dispatchThrottlingRateInMsg"].as_u64());
+            rate == per_second.map(u64::from)
+        })
+    }
+
+    /// Sets (POST `body`) or removes (no body: DELETE) the topic policy `policy` of `topic` and waits
+    /// until the broker reports it `applied` (topic policies travel through a system topic).
+    fn set_topic_policy(
+        &self,
+        topic: &str,
+        policy: &str,
+        body: Option<&str>,
+        applied: impl Fn(&str) -> bool,
+    ) -> Result<()> {
+        let policy = format!("/admin/v2/persistent/{}/{policy}", topic_path(topic)?);
+        match body {
+            Some(body) => self.admin("POST", &policy, Some(body))?,
+            None => self.admin("DELETE", &policy, None)?,
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while self
-            .admin("GET", &policy, None)
-            .map(|v| v.trim() != bytes.to_string())
-            .unwrap_or(true)
-        {
+        while !self.admin("GET", &policy, None).is_ok_and(|v| applied(&v)) {
             if std::time::Instant::now() > deadline {
-                bail!("the maxMessageSize policy of {topic} was not applied within 30 s");
+                bail!("the policy {policy} was not applied within 30 s");
             }
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
@@ -138,9 +166,7 @@ impl TestBroker {
 
     /// Creates a partitioned topic (`persistent://tenant/ns/name`) with `partitions` partitions.
     pub fn create_partitioned_topic(&self, topic: &str, partitions: u32) -> Result<()> {
-        let path = topic
-            .strip_prefix("persistent://")
-            .with_context(|| format!("expected a persistent:// topic, got {topic}"))?;
+        let path = topic_path(topic)?;
         self.admin(
             "PUT",
             &format!("/admin/v2/persistent/{path}/partitions"),
@@ -261,4 +287,11 @@ pub fn binary() -> std::path::PathBuf {
         p.display()
     );
     p
+}
+
+/// `tenant/ns/name` of a `persistent://tenant/ns/name` topic (as the admin REST paths take it).
+fn topic_path(topic: &str) -> Result<&str> {
+    topic
+        .strip_prefix("persistent://")
+        .with_context(|| format!("expected a persistent:// topic, got {topic}"))
 }

@@ -522,6 +522,24 @@ pub fn parse_admin_txn_id(text: &str) -> Option<(u64, u64)> {
     Some((most.trim().parse().ok()?, least.trim().parse().ok()?))
 }
 
+/// Unloads a topic (one partition, or a non-partitioned topic) from its broker
+/// (`PUT .../unload`): the broker closes it and loads it again on the next use, with fresh state (its
+/// transaction buffer recovers from its snapshot).
+pub async fn unload_topic(admin_url: &str, config: &ClientConfig, topic: &TopicName) -> Result<()> {
+    let Some(path) = persistent_path(topic) else {
+        return Ok(());
+    };
+    send(
+        reqwest::Method::PUT,
+        admin_url,
+        config,
+        &format!("/admin/v2/persistent/{path}/unload"),
+        None,
+    )
+    .await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,10 @@ pub enum Profile {
     Default,
     Token,
     Mtls,
+    /// A plain broker that tests start wiped right before a round (`TestBroker::fresh`) and stop after
+    /// it: a broker as it is after a first start, a restart or an upgrade in production, beside the
+    /// default one (its own ports and data).
+    Fresh,
 }
 
 impl Profile {
@@ -43,6 +47,7 @@ impl Profile {
             Profile::Default => "default",
             Profile::Token => "token",
             Profile::Mtls => "mtls",
+            Profile::Fresh => "fresh",
         }
     }
 
@@ -188,7 +193,7 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
         },
     };
     let tls_files = match profile {
-        Profile::Default => {
+        Profile::Default | Profile::Fresh => {
             ports.tls_broker = None;
             ports.tls_web = None;
             None
@@ -203,7 +208,7 @@ pub fn start(opts: &StartOptions) -> Result<BrokerInfo> {
     };
 
     let (token_files, admin_token) = match profile {
-        Profile::Default => (None, None),
+        Profile::Default | Profile::Fresh => (None, None),
         Profile::Token | Profile::Mtls => {
             let (key, token) = ensure_token_material(&dir)?;
             let admin_token = fs::read_to_string(&token)?.trim().to_owned();

@@ -4,6 +4,7 @@
 //! Files: [`write`] (rows → encoded messages: encoders, router, metadata columns), [`txn`] (exactly-once:
 //! transactions per checkpoint, recovery, the linked source's acknowledgements).
 
+mod first_write;
 mod txn;
 mod write;
 
@@ -148,6 +149,27 @@ impl PulsarSink {
         Ok(self.running.as_mut().expect("set above"))
     }
 
+    /// Exactly-once: the first transactional write to each partition, alone ([`first_write`]).
+    async fn first_writes(&mut self) -> Result<()> {
+        let spec = self.spec.clone();
+        // The table's own admin URL, else the linked source's (with that table's client settings).
+        let admin_of = match &spec.cfg.admin_url {
+            Some(url) => Some((url.clone(), spec.cfg.clone())),
+            None => self
+                .txn_acks
+                .as_ref()
+                .and_then(|a| a.owner())
+                .map(|o| (o.admin_url.clone(), o.cfg.clone())),
+        };
+        let run = self.running().await?;
+        let partitions: Vec<_> = run.writer.partition_topics().cloned().collect();
+        let admin = admin_of.as_ref().map(|(url, cfg)| first_write::Admin {
+            url,
+            config: &cfg.client,
+        });
+        first_write::ensure(&spec.cfg.table, &run.client, &partitions, admin).await
+    }
+
     /// Routes failed sends (fail-on-write = false): logged, counted, and written to the dead-letter topic
     /// when there is one. With fail-on-write = true they stay in the writer and fail the next flush.
     async fn handle_failures(&mut self) -> Result<()> {
@@ -207,6 +229,7 @@ impl Sink for PulsarSink {
         let opened = async {
             self.running().await?;
             if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce {
+                self.first_writes().await?;
                 self.recover().await?;
             }
             Ok(())

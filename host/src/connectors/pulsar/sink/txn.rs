@@ -4,15 +4,19 @@
 
 use std::time::Duration;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context as _, Result, anyhow};
 use magnetar::Transaction;
 use serde::{Deserialize, Serialize};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::PulsarSink;
 use crate::connector_api::Rewind;
-use crate::connectors::pulsar::txn_acks::TxnAcks;
+use crate::connectors::pulsar::source::takeover::recorded_owners;
+use crate::connectors::pulsar::txn_acks::{OwnerRecord, TxnAcks};
+use crate::pulsar::admin;
 use crate::pulsar::errors::{Failure, classify_client};
+use crate::pulsar::reader::SubscriptionKind;
+use crate::pulsar::topics::TopicName;
 use crate::pulsar::transactions::{EndOutcome, TxnCoordinator, TxnRef};
 
 /// Exactly-once state in a checkpoint: the transaction holding the rows of the checkpoint (committed when
@@ -158,20 +162,34 @@ impl PulsarSink {
         Ok(txn)
     }
 
-    /// Commits / aborts what a restored checkpoint recorded, through a fresh coordinator connection.
+    /// Commits / aborts what a restored checkpoint recorded, through a fresh coordinator connection; then,
+    /// linked through an Exclusive subscription, aborts what earlier runs recorded as possibly open
+    /// ([`Self::end_earlier_runs`]).
     pub(super) async fn recover(&mut self) -> Result<()> {
         let states = std::mem::take(&mut self.recover);
-        if states.is_empty() {
+        let exclusive_owner = self
+            .txn_acks
+            .as_ref()
+            .and_then(|a| a.owner())
+            .filter(|o| o.cfg.source.subscription_kind == SubscriptionKind::Exclusive)
+            .cloned();
+        if states.is_empty() && exclusive_owner.is_none() {
             return Ok(());
         }
         let table = self.spec.cfg.table.clone();
         let tc = TxnCoordinator::connect(&self.spec.cfg.client).await?;
+        let linked = self.txn_acks.is_some();
         for state in &states {
             if let Some(t) = &state.commit {
                 let txn: TxnRef = t.parse()?;
                 match tc.commit(txn).await? {
                     EndOutcome::Done => {
                         info!(table = %table, txn = %txn, "committed the transaction of the restored checkpoint")
+                    }
+                    // Linked: the subscription's cursor moved with the transaction if (and only if) it
+                    // committed, and the source resumes from the cursor, so either way nothing is lost.
+                    EndOutcome::Unknown(why) if linked => {
+                        info!(table = %table, txn = %txn, "the restored checkpoint's transaction is already ended (committed before the restart, or aborted; the source resumes from the subscription's cursor, which moved only if it committed): {why}")
                     }
                     EndOutcome::Unknown(why) => {
                         warn!(table = %table, txn = %txn, "the restored checkpoint's transaction is already ended (committed before the restart, or expired: with 'transaction-timeout' above the checkpoint interval it was committed): {why}")
@@ -190,7 +208,59 @@ impl PulsarSink {
                 }
             }
         }
+        let ended = match &exclusive_owner {
+            Some(owner) => end_earlier_runs(&table, &self.spec.topic, owner, &tc).await,
+            None => Ok(()),
+        };
         tc.close().await;
-        Ok(())
+        ended
     }
+}
+
+/// Linked through an Exclusive subscription, every run records the transactions it may have open
+/// before it uses them (ADR 0008, "No transaction left behind"); no other process can be running the
+/// job, so every transaction recorded by another process (an earlier run, killed or failed) is aborted
+/// here, before this run reads: its acknowledgements return to the subscription and its rows are
+/// dropped (the cursor is where this run resumes). A transaction that committed meanwhile stays
+/// committed (the coordinator ends a transaction once).
+async fn end_earlier_runs(
+    table: &str,
+    topic: &TopicName,
+    owner: &OwnerRecord,
+    tc: &TxnCoordinator,
+) -> Result<()> {
+    let properties = admin::topic_properties(&owner.admin_url, &owner.cfg.client, topic)
+        .await
+        .with_context(|| {
+            format!("table '{table}': reading the transactions earlier runs recorded on {topic}")
+        })?;
+    let me = crate::pulsar::reader::consumer_name();
+    for (run, records) in recorded_owners(&properties, &owner.key_prefix) {
+        if run == me {
+            continue;
+        }
+        for (key, txns) in records {
+            for txn in txns {
+                match tc.abort(txn).await {
+                    Ok(EndOutcome::Done) => {
+                        info!(table = %table, txn = %txn, run = %run, "aborted a transaction an earlier run left open (its acknowledgements return to the subscription, its rows are dropped)")
+                    }
+                    Ok(EndOutcome::Unknown(why)) => {
+                        debug!(table = %table, txn = %txn, "a transaction an earlier run recorded is already ended: {why}")
+                    }
+                    Err(e) => {
+                        return Err(e.context(format!(
+                            "table '{table}': aborting transaction {txn}, which an earlier run left open"
+                        )));
+                    }
+                }
+            }
+            if let Err(e) =
+                admin::remove_topic_property(&owner.admin_url, &owner.cfg.client, topic, &key).await
+            {
+                debug!(table = %table, key = %key, "removing an earlier run's record: {e:#}");
+            }
+        }
+    }
+    Ok(())
 }

@@ -369,22 +369,20 @@ impl Source for PulsarSource {
         if kind != SubscriptionKind::Exclusive
             || (self.spec.cfg.admin_url.is_some() && self.spec.cfg.source.key_ranges.is_none())
         {
-            // Shared with the other source subtasks that feed the same sink subtask. Several processes
-            // on the subscription: the sink records this process as the owner of its transactions, so
-            // that the survivors can end them if it dies (ADR 0023).
-            let owner = match (&self.spec.cfg.admin_url, kind) {
-                (
-                    Some(url),
-                    SubscriptionKind::Failover
-                    | SubscriptionKind::Shared
-                    | SubscriptionKind::KeyShared,
-                ) => Some(super::txn_acks::OwnerRecord {
+            // Shared with the other source subtasks that feed the same sink subtask. The sink records
+            // this process as the owner of its transactions before it uses them, so that the survivors
+            // (several processes on the subscription, ADR 0023) or the next run (Exclusive, ADR 0008)
+            // can end them if it dies.
+            let owner = self
+                .spec
+                .cfg
+                .admin_url
+                .as_ref()
+                .map(|url| super::txn_acks::OwnerRecord {
                     key_prefix: takeover::owner_key_prefix(&self.subscription),
                     cfg: self.spec.cfg.clone(),
                     admin_url: url.clone(),
-                }),
-                _ => None,
-            };
+                });
             self.txn_acks = Some(ctx.link.offer_shared(|| match owner {
                 Some(o) => TxnAcks::owned_by(o),
                 None => TxnAcks::default(),

@@ -1,0 +1,146 @@
+//! The first transactional write to each partition of an exactly-once sink's topic, made alone.
+//!
+//! A topic's transaction buffer takes its first snapshot when the first transactional message reaches
+//! it. Apache Pulsar brokers before apache/pulsar#24945 (4.0.7 among them) race when two such messages
+//! arrive together (two sink subtasks, or several processes, starting on a topic that never held a
+//! transactional message: every topic of a freshly started broker): the loser's publish fails with
+//! "Transaction Buffer take first snapshot failed, the current state is: Ready", and from then on every
+//! transactional publish to that topic fails the same way until the topic is unloaded. The broker
+//! closes the producers on each failure, the client re-attaches them and re-sends, and the sink's sends
+//! time out: a job that never commits (issue 47).
+//!
+//! So before its first transactional send, a sink writes one message alone to each partition of its
+//! topic, in a transaction of its own that it aborts (aborted messages are never delivered to any
+//! consumer), once per process and partition, one sink at a time. A write that fails or does not
+//! complete within [`PROBE_TIMEOUT`] means the buffer is in that state (another process lost the race
+//! against this one): with an admin URL the partition is unloaded, which reloads its buffer from the
+//! snapshot the winner wrote, and the write is tried again.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use magnetar::{OutgoingMessage, PulsarClient};
+use tracing::{info, warn};
+
+use crate::pulsar::ClientConfig;
+use crate::pulsar::admin;
+use crate::pulsar::topics::TopicName;
+
+/// How long the lone first write may take before its partition counts as stuck.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Unload-and-retry rounds before the sink gives up (its restart strategy takes over).
+const ATTEMPTS: u32 = 4;
+
+/// The partitions this process has written a transactional message to.
+fn done() -> &'static Mutex<BTreeSet<String>> {
+    static DONE: std::sync::OnceLock<Mutex<BTreeSet<String>>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| Mutex::new(BTreeSet::new()))
+}
+
+/// One sink at a time in this process.
+fn gate() -> &'static tokio::sync::Mutex<()> {
+    static GATE: std::sync::OnceLock<tokio::sync::Mutex<()>> = std::sync::OnceLock::new();
+    GATE.get_or_init(|| tokio::sync::Mutex::new(()))
+}
+
+/// Where to unload a stuck partition.
+pub struct Admin<'a> {
+    pub url: &'a str,
+    pub config: &'a ClientConfig,
+}
+
+/// Makes the first transactional write to each of `partitions` alone (see the module's docs).
+pub async fn ensure(
+    table: &str,
+    client: &PulsarClient,
+    partitions: &[TopicName],
+    admin: Option<Admin<'_>>,
+) -> Result<()> {
+    let _alone = gate().lock().await;
+    for topic in partitions {
+        let key = topic.to_string();
+        if done()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&key)
+        {
+            continue;
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match tokio::time::timeout(PROBE_TIMEOUT, write_aborted(client, topic)).await {
+                Ok(Ok(())) => break,
+                outcome => {
+                    let why = match outcome {
+                        Ok(Err(e)) => format!("{e:#}"),
+                        _ => format!("no answer within {PROBE_TIMEOUT:?}"),
+                    };
+                    let Some(admin) = &admin else {
+                        bail!(
+                            "table '{table}': the first transactional write to {topic} failed ({why}); \
+                             the broker's transaction buffer of the topic may be stuck (apache/pulsar#24945: \
+                             fixed in later brokers; unloading the topic clears it, which this sink does \
+                             itself when the table has an 'admin-url')"
+                        );
+                    };
+                    if attempt >= ATTEMPTS {
+                        bail!(
+                            "table '{table}': the first transactional write to {topic} failed {attempt} \
+                             times, each time after unloading the topic: {why}"
+                        );
+                    }
+                    warn!(table = %table, topic = %topic, attempt, "the first transactional write to the partition failed ({why}): unloading it so that the broker reloads its transaction buffer (apache/pulsar#24945)");
+                    admin::unload_topic(admin.url, admin.config, topic)
+                        .await
+                        .with_context(|| format!("table '{table}': unloading {topic}"))?;
+                    tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+                }
+            }
+        }
+        if attempt > 1 {
+            info!(table = %table, topic = %topic, attempts = attempt, "the partition's transaction buffer takes transactional writes again");
+        }
+        done().lock().unwrap_or_else(|e| e.into_inner()).insert(key);
+    }
+    Ok(())
+}
+
+/// One message in a transaction of its own, acknowledged by the broker, then the transaction aborted.
+async fn write_aborted(client: &PulsarClient, topic: &TopicName) -> Result<()> {
+    let producer = client
+        .producer(topic.as_str())
+        .create()
+        .await
+        .map_err(|e| anyhow!("opening a producer: {e}"))?;
+    let written = async {
+        let txn = client
+            .new_transaction(Duration::from_secs(60))
+            .await
+            .map_err(|e| anyhow!("opening a transaction: {e}"))?;
+        client
+            .register_partition_to_transaction(txn, topic.to_string())
+            .await
+            .map_err(|e| anyhow!("registering the partition: {e}"))?;
+        let sent = producer
+            .send(
+                OutgoingMessage::with_payload(Vec::new())
+                    .txn(txn.id())
+                    .into(),
+            )
+            .await
+            .map_err(|e| anyhow!("sending: {e}"));
+        let aborted = client
+            .abort_transaction(txn)
+            .await
+            .map_err(|e| anyhow!("aborting: {e}"));
+        sent?;
+        aborted.map(|_| ())
+    }
+    .await;
+    // A producer the broker keeps closing (the stuck buffer) may not answer its close either.
+    let _ = tokio::time::timeout(Duration::from_secs(2), producer.close()).await;
+    written
+}
