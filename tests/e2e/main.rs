@@ -9,6 +9,7 @@
 mod changelog;
 mod exactly_once;
 mod failover;
+mod first_write;
 mod hot_reload;
 mod key_formats;
 mod linked_acks;

@@ -11,10 +11,13 @@
 //!
 //! So before its first transactional send, a sink writes one message alone to each partition of its
 //! topic, in a transaction of its own that it aborts (aborted messages are never delivered to any
-//! consumer), once per process and partition, one sink at a time. A write that fails or does not
-//! complete within [`PROBE_TIMEOUT`] means the buffer is in that state (another process lost the race
-//! against this one): with an admin URL the partition is unloaded, which reloads its buffer from the
-//! snapshot the winner wrote, and the write is tried again.
+//! consumer), once per process and partition, one sink at a time, before the sink opens its own
+//! producers. A write the broker refuses that way means the buffer is stuck (another process lost the
+//! race against this one): with an admin URL the partition is unloaded, which reloads its buffer from
+//! the snapshot the winner wrote, and the write is tried again. A write that is only slow (a buffer
+//! recovering after a broker restart) is tried again as it is, and unloaded only after
+//! [`SLOW_BEFORE_UNLOAD`] in a row (a stuck buffer whose producers the broker keeps closing answers
+//! nothing at all).
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -30,8 +33,16 @@ use crate::pulsar::topics::TopicName;
 
 /// How long the lone first write may take before its partition counts as stuck.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Unload-and-retry rounds before the sink gives up (its restart strategy takes over).
-const ATTEMPTS: u32 = 4;
+/// Writes before the sink gives up (its restart strategy takes over).
+const ATTEMPTS: u32 = 8;
+/// Slow or failed writes in a row before the partition is unloaded anyway (a buffer the broker keeps
+/// closing the producers of answers nothing at all).
+const SLOW_BEFORE_UNLOAD: u32 = 3;
+
+/// Whether a broker's refusal says the topic's transaction buffer is in the stuck state.
+pub fn is_stuck_buffer(error: &str) -> bool {
+    error.contains("Transaction Buffer") || error.contains("ServiceUnitNotReady")
+}
 
 /// The partitions this process has written a transactional message to.
 fn done() -> &'static Mutex<BTreeSet<String>> {
@@ -52,6 +63,8 @@ pub struct Admin<'a> {
 }
 
 /// Makes the first transactional write to each of `partitions` alone (see the module's docs).
+/// `client` must not carry the sink's own producers: an unload makes every producer of the topic
+/// re-attach, and this runs before they exist.
 pub async fn ensure(
     table: &str,
     client: &PulsarClient,
@@ -69,36 +82,49 @@ pub async fn ensure(
             continue;
         }
         let mut attempt = 0;
+        let mut slow = 0;
         loop {
             attempt += 1;
-            match tokio::time::timeout(PROBE_TIMEOUT, write_aborted(client, topic)).await {
+            let why = match tokio::time::timeout(PROBE_TIMEOUT, write_aborted(client, topic)).await
+            {
                 Ok(Ok(())) => break,
+                // The broker refused it: the buffer is stuck now.
+                Ok(Err(e)) if is_stuck_buffer(&format!("{e:#}")) => format!("{e:#}"),
+                // Slow (a buffer recovering after a broker restart) or failing otherwise: tried again
+                // as it is, and unloaded only when it stays so.
                 outcome => {
+                    slow += 1;
                     let why = match outcome {
                         Ok(Err(e)) => format!("{e:#}"),
                         _ => format!("no answer within {PROBE_TIMEOUT:?}"),
                     };
-                    let Some(admin) = &admin else {
-                        bail!(
-                            "table '{table}': the first transactional write to {topic} failed ({why}); \
-                             the broker's transaction buffer of the topic may be stuck (apache/pulsar#24945: \
-                             fixed in later brokers; unloading the topic clears it, which this sink does \
-                             itself when the table has an 'admin-url')"
-                        );
-                    };
-                    if attempt >= ATTEMPTS {
-                        bail!(
-                            "table '{table}': the first transactional write to {topic} failed {attempt} \
-                             times, each time after unloading the topic: {why}"
-                        );
+                    if slow < SLOW_BEFORE_UNLOAD {
+                        warn!(table = %table, topic = %topic, attempt, "the first transactional write to the partition failed ({why}); trying again");
+                        continue;
                     }
-                    warn!(table = %table, topic = %topic, attempt, "the first transactional write to the partition failed ({why}): unloading it so that the broker reloads its transaction buffer (apache/pulsar#24945)");
-                    admin::unload_topic(admin.url, admin.config, topic)
-                        .await
-                        .with_context(|| format!("table '{table}': unloading {topic}"))?;
-                    tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+                    why
                 }
+            };
+            slow = 0;
+            let Some(admin) = &admin else {
+                bail!(
+                    "table '{table}': the first transactional write to {topic} failed ({why}); \
+                     the broker's transaction buffer of the topic may be stuck (apache/pulsar#24945: \
+                     fixed in later brokers; unloading the topic clears it, which this sink does \
+                     itself when the table has an 'admin-url')"
+                );
+            };
+            if attempt >= ATTEMPTS {
+                bail!(
+                    "table '{table}': the first transactional write to {topic} failed {attempt} \
+                     times, also after unloading the topic: {why}"
+                );
             }
+            warn!(table = %table, topic = %topic, attempt, "the first transactional write to the partition failed ({why}): unloading it so that the broker reloads its transaction buffer (apache/pulsar#24945)");
+            admin::unload_topic(admin.url, admin.config, topic)
+                .await
+                .with_context(|| format!("table '{table}': unloading {topic}"))?;
+            tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
         }
         if attempt > 1 {
             info!(table = %table, topic = %topic, attempts = attempt, "the partition's transaction buffer takes transactional writes again");
@@ -143,4 +169,20 @@ async fn write_aborted(client: &PulsarClient, topic: &TopicName) -> Result<()> {
     // A producer the broker keeps closing (the stuck buffer) may not answer its close either.
     let _ = tokio::time::timeout(Duration::from_secs(2), producer.close()).await;
     written
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_stuck_buffer_is_told_by_the_brokers_refusal() {
+        assert!(super::is_stuck_buffer(
+            "sending: send rejected: code=2 message=org.apache.bookkeeper.mledger.ManagedLedgerException: \
+             org.apache.pulsar.broker.service.BrokerServiceException$ServiceUnitNotReadyException: \
+             Transaction Buffer take first snapshot failed, the current state is: Ready"
+        ));
+        assert!(!super::is_stuck_buffer("sending: send timeout"));
+        assert!(!super::is_stuck_buffer(
+            "opening a transaction: new_txn: coordinator not found"
+        ));
+    }
 }

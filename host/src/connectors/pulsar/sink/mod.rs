@@ -4,7 +4,7 @@
 //! Files: [`write`] (rows → encoded messages: encoders, router, metadata columns), [`txn`] (exactly-once:
 //! transactions per checkpoint, recovery, the linked source's acknowledgements).
 
-mod first_write;
+pub mod first_write;
 mod txn;
 mod write;
 
@@ -161,13 +161,32 @@ impl PulsarSink {
                 .and_then(|a| a.owner())
                 .map(|o| (o.admin_url.clone(), o.cfg.clone())),
         };
-        let run = self.running().await?;
-        let partitions: Vec<_> = run.writer.partition_topics().cloned().collect();
-        let admin = admin_of.as_ref().map(|(url, cfg)| first_write::Admin {
-            url,
-            config: &cfg.client,
-        });
-        first_write::ensure(&spec.cfg.table, &run.client, &partitions, admin).await
+        let table = &spec.cfg.table;
+        let client = crate::pulsar::connect(&spec.cfg.client).await?;
+        let written = async {
+            let n = client
+                .partitions_for_topic(spec.topic.as_str())
+                .await
+                .with_context(|| {
+                    format!(
+                        "table '{table}': looking up the partitions of {}",
+                        spec.topic
+                    )
+                })?;
+            let partitions: Vec<_> = if n == 0 {
+                vec![spec.topic.clone()]
+            } else {
+                (0..n).map(|i| spec.topic.partition(i)).collect()
+            };
+            let admin = admin_of.as_ref().map(|(url, cfg)| first_write::Admin {
+                url,
+                config: &cfg.client,
+            });
+            first_write::ensure(table, &client, &partitions, admin).await
+        }
+        .await;
+        client.close().await;
+        written
     }
 
     /// Routes failed sends (fail-on-write = false): logged, counted, and written to the dead-letter topic
@@ -227,9 +246,13 @@ impl Sink for PulsarSink {
     /// before any row is read; exactly-once also settles the restored checkpoint's transactions here.
     async fn open(&mut self) -> Result<()> {
         let opened = async {
+            if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce {
+                // Before the sink's producers exist: a stuck partition is unloaded, which makes every
+                // producer of it re-attach.
+                self.first_writes().await?;
+            }
             self.running().await?;
             if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce {
-                self.first_writes().await?;
                 self.recover().await?;
             }
             Ok(())

@@ -124,8 +124,8 @@ impl PulsarSink {
             .partition_topics()
             .map(|t| t.to_string())
             .collect();
-        // Shared subscription: this process is recorded as the transaction's owner before anything is
-        // written or acknowledged in it (ADR 0023), while the partitions are registered.
+        // Linked: this process is recorded as the transaction's owner before anything is registered,
+        // written or acknowledged in it (ADR 0023, 0026).
         open.push(TxnRef(txn.id()));
         let record = async {
             match &owner {
@@ -156,9 +156,10 @@ impl PulsarSink {
             }
             anyhow::Ok(())
         };
-        let (recorded, registered) = tokio::join!(record, register);
-        recorded?;
-        registered?;
+        // Recorded first: a run killed between the two leaves a recorded transaction holding nothing,
+        // never a registered one that nobody recorded (ADR 0026).
+        record.await?;
+        register.await?;
         Ok(txn)
     }
 
