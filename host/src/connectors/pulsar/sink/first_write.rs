@@ -31,8 +31,10 @@ use crate::pulsar::ClientConfig;
 use crate::pulsar::admin;
 use crate::pulsar::topics::TopicName;
 
-/// How long the lone first write may take before its partition counts as stuck.
+/// How long each step of the lone first write may take before the write counts as slow.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The lone write's transaction times out after this at the broker, should its abort not get through.
+const PROBE_TXN_TIMEOUT: Duration = Duration::from_secs(15);
 /// Writes before the sink gives up (its restart strategy takes over).
 const ATTEMPTS: u32 = 8;
 /// Slow or failed writes in a row before the partition is unloaded anyway (a buffer the broker keeps
@@ -134,41 +136,52 @@ pub async fn ensure(
     Ok(())
 }
 
-/// One message in a transaction of its own, acknowledged by the broker, then the transaction aborted.
+/// One message in a transaction of its own, acknowledged by the broker within [`PROBE_TIMEOUT`], then
+/// the transaction aborted — also when the write failed or took too long (a stuck write must not leave
+/// its transaction registered on the partition; the broker also ends it after [`PROBE_TXN_TIMEOUT`]).
 async fn write_aborted(client: &PulsarClient, topic: &TopicName) -> Result<()> {
-    let producer = client
-        .producer(topic.as_str())
-        .create()
+    let within =
+        |what: &'static str| move |_| anyhow!("{what}: no answer within {PROBE_TIMEOUT:?}");
+    let producer = tokio::time::timeout(PROBE_TIMEOUT, client.producer(topic.as_str()).create())
         .await
+        .map_err(within("opening a producer"))?
         .map_err(|e| anyhow!("opening a producer: {e}"))?;
-    let written = async {
-        let txn = client
-            .new_transaction(Duration::from_secs(60))
-            .await
-            .map_err(|e| anyhow!("opening a transaction: {e}"))?;
+    let txn = match tokio::time::timeout(PROBE_TIMEOUT, client.new_transaction(PROBE_TXN_TIMEOUT))
+        .await
+        .map_err(within("opening a transaction"))
+        .and_then(|r| r.map_err(|e| anyhow!("opening a transaction: {e}")))
+    {
+        Ok(txn) => txn,
+        Err(e) => {
+            let _ = tokio::time::timeout(Duration::from_secs(2), producer.close()).await;
+            return Err(e);
+        }
+    };
+    let written = tokio::time::timeout(PROBE_TIMEOUT, async {
         client
             .register_partition_to_transaction(txn, topic.to_string())
             .await
             .map_err(|e| anyhow!("registering the partition: {e}"))?;
-        let sent = producer
+        producer
             .send(
                 OutgoingMessage::with_payload(Vec::new())
                     .txn(txn.id())
                     .into(),
             )
             .await
-            .map_err(|e| anyhow!("sending: {e}"));
-        let aborted = client
-            .abort_transaction(txn)
-            .await
-            .map_err(|e| anyhow!("aborting: {e}"));
-        sent?;
-        aborted.map(|_| ())
-    }
-    .await;
+            .map_err(|e| anyhow!("sending: {e}"))
+    })
+    .await
+    .map_err(within("writing"))
+    .and_then(|r| r);
+    let aborted = tokio::time::timeout(PROBE_TIMEOUT, client.abort_transaction(txn))
+        .await
+        .map_err(within("aborting"))
+        .and_then(|r| r.map_err(|e| anyhow!("aborting: {e}")));
     // A producer the broker keeps closing (the stuck buffer) may not answer its close either.
     let _ = tokio::time::timeout(Duration::from_secs(2), producer.close()).await;
-    written
+    written?;
+    aborted.map(|_| ())
 }
 
 #[cfg(test)]
