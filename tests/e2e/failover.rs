@@ -11,45 +11,17 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use magnetar::OutgoingMessage;
 use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 
 use pulsar_connect::pulsar::reader::{DataLossPolicy, SplitReader, StartPosition};
 use pulsar_connect::pulsar::topics::{Split, TopicName};
 
+use super::exactly_once::cluster::{PARTITIONS, produce};
 use super::exactly_once::copy_job::{
     CopyJob, N, assert_exactly_once, push_entry, read_output, spawn, warm_up,
 };
 
-const PARTITIONS: u32 = 6;
 const PER_PHASE: u64 = 10_000;
-
-/// Rows `from..to`, row `i` to partition `i % 6` (each partition in sequence order).
-pub(super) async fn produce(broker: &TestBroker, input: &str, from: u64, to: u64) -> Result<()> {
-    let client = broker.client().await?;
-    for p in 0..PARTITIONS {
-        let producer = client
-            .producer(format!("{input}-partition-{p}"))
-            .batching(500, 1 << 20)
-            .batching_max_publish_delay(Duration::from_millis(5))
-            .create()
-            .await?;
-        let sends: Vec<_> = (from..to)
-            .filter(|i| i % u64::from(PARTITIONS) == u64::from(p))
-            .map(|i| {
-                producer.send(
-                    OutgoingMessage::with_payload(
-                        format!(r#"{{"seq":{i},"payload":"p{p}"}}"#).into_bytes(),
-                    )
-                    .into(),
-                )
-            })
-            .collect();
-        futures::future::try_join_all(sends).await?;
-        producer.close().await?;
-    }
-    Ok(())
-}
 
 /// The largest number of splits the log says its process read at once.
 fn most_owned(log: &Path) -> usize {

@@ -170,15 +170,8 @@ impl TopicWriter {
             register_compressor();
             config.compression.to_pb() as i32
         });
-        let partitions = client
-            .partitions_for_topic(topic.as_str())
-            .await
-            .with_context(|| format!("looking up the partitions of {topic}"))?;
-        let targets: Vec<TopicName> = if partitions == 0 {
-            vec![topic.clone()]
-        } else {
-            (0..partitions).map(|i| topic.partition(i)).collect()
-        };
+        let targets = partition_targets(client, &topic).await?;
+        let partitioned = targets.first().map(TopicName::as_str) != Some(topic.as_str());
         let mut producers = Vec::with_capacity(targets.len());
         for t in targets {
             // Compression is the protocol crate's (per message, below): the runtime's own codec
@@ -210,7 +203,7 @@ impl TopicWriter {
             queues: producers.iter().map(|_| VecDeque::new()).collect(),
             producers,
             compression,
-            partitioned: partitions > 0,
+            partitioned,
             in_flight: 0,
             signal: Arc::default(),
             max_in_flight: config.max_in_flight,
@@ -441,6 +434,19 @@ impl TopicWriter {
     pub fn partition_topics(&self) -> impl Iterator<Item = &TopicName> {
         self.producers.iter().map(|(t, _)| t)
     }
+}
+
+/// What a writer of `topic` produces to: each partition of a partitioned topic, else the topic itself.
+pub async fn partition_targets(client: &PulsarClient, topic: &TopicName) -> Result<Vec<TopicName>> {
+    let partitions = client
+        .partitions_for_topic(topic.as_str())
+        .await
+        .with_context(|| format!("looking up the partitions of {topic}"))?;
+    Ok(if partitions == 0 {
+        vec![topic.clone()]
+    } else {
+        (0..partitions).map(|i| topic.partition(i)).collect()
+    })
 }
 
 #[cfg(test)]

@@ -87,19 +87,17 @@ pub async fn ensure(
         let mut slow = 0;
         loop {
             attempt += 1;
-            let why = match tokio::time::timeout(PROBE_TIMEOUT, write_aborted(client, topic)).await
-            {
-                Ok(Ok(())) => break,
+            // `write_aborted` bounds each of its steps and aborts its transaction whatever happened:
+            // no timeout around it, which would drop it before the abort.
+            let why = match write_aborted(client, topic).await {
+                Ok(()) => break,
                 // The broker refused it: the buffer is stuck now.
-                Ok(Err(e)) if is_stuck_buffer(&format!("{e:#}")) => format!("{e:#}"),
+                Err(e) if is_stuck_buffer(&format!("{e:#}")) => format!("{e:#}"),
                 // Slow (a buffer recovering after a broker restart) or failing otherwise: tried again
                 // as it is, and unloaded only when it stays so.
-                outcome => {
+                Err(e) => {
                     slow += 1;
-                    let why = match outcome {
-                        Ok(Err(e)) => format!("{e:#}"),
-                        _ => format!("no answer within {PROBE_TIMEOUT:?}"),
-                    };
+                    let why = format!("{e:#}");
                     if slow < SLOW_BEFORE_UNLOAD {
                         warn!(table = %table, topic = %topic, attempt, "the first transactional write to the partition failed ({why}); trying again");
                         continue;

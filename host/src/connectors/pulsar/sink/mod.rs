@@ -164,20 +164,9 @@ impl PulsarSink {
         let table = &spec.cfg.table;
         let client = crate::pulsar::connect(&spec.cfg.client).await?;
         let written = async {
-            let n = client
-                .partitions_for_topic(spec.topic.as_str())
+            let partitions = crate::pulsar::writer::partition_targets(&client, &spec.topic)
                 .await
-                .with_context(|| {
-                    format!(
-                        "table '{table}': looking up the partitions of {}",
-                        spec.topic
-                    )
-                })?;
-            let partitions: Vec<_> = if n == 0 {
-                vec![spec.topic.clone()]
-            } else {
-                (0..n).map(|i| spec.topic.partition(i)).collect()
-            };
+                .with_context(|| format!("table '{table}'"))?;
             let admin = admin_of.as_ref().map(|(url, cfg)| first_write::Admin {
                 url,
                 config: &cfg.client,

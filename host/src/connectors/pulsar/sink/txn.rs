@@ -219,7 +219,7 @@ impl PulsarSink {
 }
 
 /// Linked through an Exclusive subscription, every run records the transactions it may have open
-/// before it uses them (ADR 0008, "No transaction left behind"); no other process can be running the
+/// before it uses them (ADR 0026); no other process can be running the
 /// job, so every transaction recorded by another process (an earlier run, killed or failed) is aborted
 /// here, before this run reads: its acknowledgements return to the subscription and its rows are
 /// dropped (the cursor is where this run resumes). A transaction that committed meanwhile stays

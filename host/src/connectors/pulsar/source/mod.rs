@@ -371,7 +371,7 @@ impl Source for PulsarSource {
         {
             // Shared with the other source subtasks that feed the same sink subtask. The sink records
             // this process as the owner of its transactions before it uses them, so that the survivors
-            // (several processes on the subscription, ADR 0023) or the next run (Exclusive, ADR 0008)
+            // (several processes on the subscription, ADR 0023) or the next run (Exclusive, ADR 0026)
             // can end them if it dies.
             let owner = self
                 .spec
