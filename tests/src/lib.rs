@@ -140,6 +140,22 @@ impl TestBroker {
         })
     }
 
+    /// Keeps every message of `topic` (a retention policy without limits), and waits until the broker
+    /// applies it. Without retention the broker keeps messages only for the subscriptions that exist
+    /// when they arrive: a job that subscribes after a broker restart (its ledgers roll over then) finds
+    /// the input written before it subscribed gone, and waits for input that never comes.
+    pub fn retain_all(&self, topic: &str) -> Result<()> {
+        self.set_topic_policy(
+            topic,
+            "retention",
+            Some(r#"{"retentionTimeInMinutes":-1,"retentionSizeInMB":-1}"#),
+            |v| {
+                serde_json::from_str::<serde_json::Value>(v)
+                    .is_ok_and(|v| v["retentionTimeInMinutes"].as_i64() == Some(-1))
+            },
+        )
+    }
+
     /// Sets (POST `body`) or removes (no body: DELETE) the topic policy `policy` of `topic` and waits
     /// until the broker reports it `applied` (topic policies travel through a system topic).
     fn set_topic_policy(
