@@ -15,7 +15,7 @@ use pulsar_connect_tests::fresh_broker::FreshBroker;
 
 use super::exactly_once_broker_restart::cluster::Cluster;
 use super::exactly_once_broker_restart::copy_job::{
-    CopyJob, assert_exactly_once, copy_with_kills_each,
+    self, CopyJob, assert_exactly_once, copy_with_kills_each,
 };
 
 const TXN_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -79,6 +79,112 @@ async fn exclusive_kill_rounds_on_a_fresh_broker() -> Result<()> {
     Ok(())
 }
 
+/// Exactly-once without a linked source (datagen → Pulsar): the transactions are the sink's alone, and a
+/// run killed before its first checkpoint (or between a pre-commit and its checkpoint) had one open that
+/// no checkpoint names. Killed 5 times, each soon after its sink opened (some before the first checkpoint
+/// completes), then run to the end of its bounded input; every id once, nothing left open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlinked_kill_rounds_on_a_fresh_broker() -> Result<()> {
+    let _alone = crate::one_restart_at_a_time().await;
+    const ROWS: u64 = 20_000;
+    for round in 0..rounds() {
+        let fresh = fresh().await?;
+        let broker = &fresh.broker;
+        let output = format!(
+            "persistent://public/default/unlinked-out-{}",
+            pulsar_connect_tests::now_ms()
+        );
+        broker.admin(
+            "PUT",
+            &format!("/admin/v2/{}", output.replace("://", "/")),
+            None,
+        )?;
+        let dir = tempfile::tempdir()?;
+        let (job, state, log) = (
+            dir.path().join("job.sql"),
+            dir.path().join("state"),
+            dir.path().join("job.log"),
+        );
+        std::fs::write(
+            &job,
+            format!(
+                "SET 'pipeline.name' = 'unlinked-{round}';
+SET 'execution.checkpointing.interval' = '1s';
+SET 'execution.checkpointing.timeout' = '10s';
+CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '4000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '{}');
+CREATE TABLE dst (id BIGINT) WITH ('connector' = 'pulsar', 'topic' = '{output}',
+  'service-url' = '{}', 'format' = 'json', 'sink.semantic' = 'exactly-once',
+  'transaction-timeout' = '1h');
+INSERT INTO dst SELECT id FROM src;",
+                ROWS - 1,
+                broker.service_url
+            ),
+        )?;
+        let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+        for kill in 0..5u64 {
+            let opened = log_text().matches("writing table=dst").count();
+            let mut child = copy_job::spawn(&job, Some(&state), &log);
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut exited = None;
+            while log_text().matches("writing table=dst").count() == opened
+                && Instant::now() < deadline
+            {
+                exited = child.try_wait()?;
+                if exited.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            if exited.is_none() && Instant::now() < deadline {
+                // 0.3, 0.8, ... 2.3 s in: the first two before the first checkpoint completes.
+                tokio::time::sleep(Duration::from_millis(300 + 500 * kill)).await;
+            }
+            child.kill().ok();
+            child.wait()?;
+            ensure!(
+                exited.is_none() && Instant::now() < deadline,
+                "run {kill} exited ({exited:?}) or did not open its sink within 60 s:\n{}",
+                log_text()
+            );
+        }
+        let mut child = copy_job::spawn(&job, Some(&state), &log);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if Instant::now() > deadline {
+                child.kill().ok();
+                child.wait()?;
+                anyhow::bail!("the last run did not finish within 120 s:\n{}", log_text());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        ensure!(
+            status.success(),
+            "the last run failed ({status}):\n{}",
+            log_text()
+        );
+        let counts =
+            copy_job::read_output_by(broker, &output, ROWS as usize, |v| v["id"].as_u64()).await?;
+        let missing = (0..ROWS).filter(|i| !counts.contains_key(i)).count();
+        let twice = counts.values().filter(|&&n| n > 1).count();
+        ensure!(
+            missing == 0 && twice == 0 && counts.len() == ROWS as usize,
+            "{missing} id(s) missing, {twice} more than once, {} distinct of {ROWS}; log:\n{}",
+            counts.len(),
+            log_text()
+        );
+        assert_nothing_left_open(&fresh, &output, 0, &log_text()).await?;
+        eprintln!(
+            "fresh-broker unlinked kill round {round}: every id once, nothing left open ({} transaction(s) a killed run left open were aborted by the next)",
+            log_text().matches("an earlier run left open").count()
+        );
+    }
+    Ok(())
+}
+
 /// Three processes started together on a fresh broker (nothing warmed up), one SIGKILLed while rows
 /// arrive, one joining; every row once within a checkpoint or two of the feed's end, nothing left open.
 async fn shared_round(kind: &str) -> Result<()> {
@@ -112,14 +218,12 @@ async fn shared_round(kind: &str) -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 47, open: a sink producer re-opened after another process unloaded the topic stalls (magnetar), and that process fails at SIGTERM; run by hand with --ignored"]
 async fn failover_processes_on_a_fresh_broker() -> Result<()> {
     let _alone = crate::one_restart_at_a_time().await;
     shared_round("Failover").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 47, open: a sink producer re-opened after another process unloaded the topic stalls (magnetar), and that process fails at SIGTERM; run by hand with --ignored"]
 async fn shared_processes_on_a_fresh_broker() -> Result<()> {
     let _alone = crate::one_restart_at_a_time().await;
     shared_round("Shared").await

@@ -28,6 +28,10 @@ pub struct PipelineContext {
     pub link: Arc<PipelineLink>,
     /// Which of the INSERT's source (or sink) subtasks this instance is.
     pub subtask: Subtask,
+    /// The job's state directory (where its checkpoints are), when they are persisted: where a connector
+    /// keeps what a crash before the next checkpoint must not lose (the Pulsar sink's transaction
+    /// journal, ADR 0026).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// A source's take-over metrics (ADR 0023).
@@ -79,6 +83,7 @@ impl PipelineContext {
                 .unwrap_or_else(|_| unreachable!("a valid metric name")),
             link: Arc::new(PipelineLink::default()),
             subtask: Subtask::SOLE,
+            state_dir: None,
         }
     }
 }

@@ -93,6 +93,9 @@ pub async fn run(
             job_id: &opts.job_id,
             metrics: &metrics,
             ev: &ev_tx,
+            state_dir: store
+                .as_ref()
+                .map(|s| std::path::PathBuf::from(&s.location)),
         };
         for plan in plans {
             if let Err(e) = pipelines.spawn(plan, &run).await {

@@ -54,6 +54,8 @@ pub(super) struct RunContext<'a> {
     pub job_id: &'a str,
     pub metrics: &'a Arc<Metrics>,
     pub ev: &'a mpsc::Sender<Event>,
+    /// The job's checkpoint directory, when checkpoints are persisted.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 fn make_source(plan: &PipelinePlan) -> Result<Box<dyn Source>> {
@@ -122,6 +124,7 @@ impl Pipelines {
             takeover: run.metrics.takeover(&source_table),
             link: link.clone(),
             subtask,
+            state_dir: run.state_dir.clone(),
         };
         let mut sources = Vec::with_capacity(n);
         let mut boards = Vec::with_capacity(n);

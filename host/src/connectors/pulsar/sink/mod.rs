@@ -2,9 +2,12 @@
 //! partition, with at-least-once flushes at checkpoints and failed sends never silently lost.
 //!
 //! Files: [`write`] (rows → encoded messages: encoders, router, metadata columns), [`txn`] (exactly-once:
-//! transactions per checkpoint, recovery, the linked source's acknowledgements).
+//! transactions per checkpoint, recovery, the linked source's acknowledgements), [`journal`] (without a
+//! linked source: the transactions that may be open, in the state directory), [`first_write`] (a
+//! topic's first transactional write, ADR 0026).
 
 pub mod first_write;
+mod journal;
 mod txn;
 mod write;
 
@@ -71,6 +74,10 @@ pub struct PulsarSink {
     subtask: crate::connector_api::Subtask,
     /// Exactly-once with a linked Pulsar source: its acknowledgements go into the transactions.
     txn_acks: Option<Arc<TxnAcks>>,
+    /// Exactly-once without a linked source, checkpoints persisted: the transactions that may be open.
+    journal: Option<Arc<journal::TxnJournal>>,
+    /// Which earlier runs' journals this subtask settles at start.
+    settle: journal::Settle,
 }
 
 impl PulsarSink {
@@ -86,6 +93,8 @@ impl PulsarSink {
             recover: Vec::new(),
             subtask: crate::connector_api::Subtask::SOLE,
             txn_acks: None,
+            journal: None,
+            settle: journal::Settle::Fresh,
         }
     }
 
@@ -229,6 +238,21 @@ impl Sink for PulsarSink {
             info!(table = %self.spec.cfg.table, "the Pulsar source's acknowledgements go into this sink's transactions");
             self.txn_acks = Some(acks);
         }
+        if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce && self.txn_acks.is_none() {
+            self.journal = match &ctx.state_dir {
+                Some(dir) => Some(Arc::new(journal::TxnJournal::new(
+                    dir,
+                    &ctx.pipeline_id,
+                    &self.spec.cfg.table,
+                    ctx.subtask,
+                    crate::pulsar::reader::consumer_name(),
+                ))),
+                None => {
+                    warn!(table = %self.spec.cfg.table, "exactly-once without a state directory: a transaction open when the process dies is found by nobody and holds the topic's readers back until 'transaction-timeout' ends it");
+                    None
+                }
+            };
+        }
     }
 
     /// Connects at start, so a wrong URL, a missing topic or an incompatible topic schema fails the job
@@ -332,6 +356,7 @@ impl Sink for PulsarSink {
         if self.spec.cfg.sink.semantic != Semantic::ExactlyOnce {
             return Ok(());
         }
+        self.settle = journal::Settle::Restored(states.len());
         for state in states.into_iter().filter(|s| !s.is_null()) {
             self.recover.push(
                 serde_json::from_value(state)

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
 
 use super::PulsarSink;
+use super::journal::{Earlier, TxnJournal};
 use crate::connector_api::Rewind;
 use crate::connectors::pulsar::source::takeover::recorded_owners;
 use crate::connectors::pulsar::txn_acks::{OwnerRecord, TxnAcks};
@@ -110,6 +111,7 @@ impl PulsarSink {
         let timeout = self.txn_timeout();
         let table = self.spec.cfg.table.clone();
         let owner = self.txn_acks.as_ref().and_then(|a| a.owner()).cloned();
+        let journal = self.journal.clone();
         let subtask = self.subtask.index;
         let record_topic = self.spec.topic.clone();
         // With this one, the transactions of this sink subtask that may still be open.
@@ -124,8 +126,8 @@ impl PulsarSink {
             .partition_topics()
             .map(|t| t.to_string())
             .collect();
-        // Linked: this process is recorded as the transaction's owner before anything is registered,
-        // written or acknowledged in it (ADR 0023, 0026).
+        // Recorded before anything is registered, written or acknowledged in it (ADR 0023, 0026):
+        // linked, this process as the transaction's owner on the topic; else in the state directory.
         open.push(TxnRef(txn.id()));
         let record = async {
             match &owner {
@@ -142,7 +144,15 @@ impl PulsarSink {
                         TxnRef(txn.id())
                     )
                 }),
-                None => Ok(()),
+                None => match &journal {
+                    Some(j) => j.record(&open).await.map_err(|e| {
+                        anyhow!(
+                            "table '{table}': journaling transaction {} in the state directory: {e:#}",
+                            TxnRef(txn.id())
+                        )
+                    }),
+                    None => Ok(()),
+                },
             }
         };
         let register = async {
@@ -174,7 +184,16 @@ impl PulsarSink {
             .and_then(|a| a.owner())
             .filter(|o| o.cfg.source.subscription_kind == SubscriptionKind::Exclusive)
             .cloned();
-        if states.is_empty() && exclusive_owner.is_none() {
+        let journaled = match &self.journal {
+            Some(j) => j.earlier(self.settle).await.with_context(|| {
+                format!(
+                    "table '{}': reading the transactions earlier runs journaled",
+                    self.spec.cfg.table
+                )
+            })?,
+            None => Vec::new(),
+        };
+        if states.is_empty() && exclusive_owner.is_none() && journaled.is_empty() {
             return Ok(());
         }
         let table = self.spec.cfg.table.clone();
@@ -209,9 +228,16 @@ impl PulsarSink {
                 }
             }
         }
-        let ended = match &exclusive_owner {
-            Some(owner) => end_earlier_runs(&table, &self.spec.topic, owner, &tc).await,
-            None => Ok(()),
+        let ended = match (&exclusive_owner, &self.journal) {
+            (Some(owner), _) => end_earlier_runs(&table, &self.spec.topic, owner, &tc).await,
+            (None, Some(journal)) => {
+                let committed = states
+                    .iter()
+                    .filter_map(|s| s.commit.as_deref()?.parse().ok())
+                    .collect();
+                end_journaled(&table, journal, journaled, &committed, &tc).await
+            }
+            (None, None) => Ok(()),
         };
         tc.close().await;
         ended
@@ -262,6 +288,41 @@ async fn end_earlier_runs(
                 debug!(table = %table, key = %key, "removing an earlier run's record: {e:#}");
             }
         }
+    }
+    Ok(())
+}
+
+/// Without a linked source: aborts every transaction an earlier run journaled (ADR 0026), except the
+/// restored checkpoint's, which was just committed. The source resumes from the restored checkpoint, so
+/// whatever else they hold is written again.
+async fn end_journaled(
+    table: &str,
+    journal: &TxnJournal,
+    journaled: Vec<Earlier>,
+    committed: &std::collections::HashSet<TxnRef>,
+    tc: &TxnCoordinator,
+) -> Result<()> {
+    for earlier in journaled {
+        for txn in earlier
+            .transactions
+            .iter()
+            .filter(|t| !committed.contains(t))
+        {
+            match tc.abort(*txn).await {
+                Ok(EndOutcome::Done) => {
+                    info!(table = %table, txn = %txn, run = %earlier.run, subtask = earlier.subtask, "aborted a transaction an earlier run left open (its rows come again from the restored checkpoint)")
+                }
+                Ok(EndOutcome::Unknown(why)) => {
+                    debug!(table = %table, txn = %txn, "a transaction an earlier run journaled is already ended: {why}")
+                }
+                Err(e) => {
+                    return Err(e.context(format!(
+                        "table '{table}': aborting transaction {txn}, which an earlier run left open"
+                    )));
+                }
+            }
+        }
+        journal.remove(&earlier).await?;
     }
     Ok(())
 }
