@@ -157,6 +157,42 @@ async fn a_batch_of_one_message_is_read_without_its_batch_framing() -> Result<()
     Ok(())
 }
 
+/// A message above the broker's 5 MB limit, sent in chunks by the official client, is read whole, and
+/// the messages around it too (issue 48 §2: the client refused the frame of a full-size chunk, dropped
+/// the connection and got the message again, for ever, while the partition stood still).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunked_message_of_the_official_client_is_read_whole() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("interop-chunked");
+    let written = run_python(&[
+        "produce-big",
+        &broker.service_url,
+        &topic,
+        "[1000000, 6000000, 10]",
+    ])?;
+    let chunked: Vec<bool> = written
+        .iter()
+        .map(|w| w["chunked"].as_bool() == Some(true))
+        .collect();
+    assert_eq!(
+        chunked,
+        vec![false, true, false],
+        "the official client chunked the 6 MB message only: {written:?}"
+    );
+    let sql = format!(
+        "CREATE TABLE src (id BIGINT, payload STRING) WITH ('connector' = 'pulsar', 'topic' = '{topic}',
+  'service-url' = '{}', 'format' = 'json', 'scan.startup.mode' = 'earliest');
+CREATE TABLE out (id BIGINT, n INT) WITH ('connector' = 'collect');
+INSERT INTO out SELECT id, CHAR_LENGTH(payload) FROM src;",
+        broker.service_url
+    );
+    let job = pulsar_connect_tests::jobs::RunningJob::start(&sql, None).await?;
+    let rows = job.wait_rows(3, Duration::from_secs(60)).await?;
+    assert_eq!(rows, vec!["+I[0, 1000000]", "+I[1, 6000000]", "+I[2, 10]"]);
+    job.stop().await?;
+    Ok(())
+}
+
 /// The bytes the broker stores for `topic` (a partitioned topic's partitions summed).
 fn storage_size(broker: &TestBroker, topic: &str) -> Result<u64> {
     let path = topic.strip_prefix("persistent://").unwrap_or(topic);

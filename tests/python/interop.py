@@ -9,6 +9,10 @@
       ZSTD producer; the client sets keys as text (it has no `keyBytes`). Prints each as written.
   interop.py produce-one SERVICE_URL TOPIC
       Writes one message through a batching producer (an entry holding a batch of one) and prints it.
+  interop.py produce-big SERVICE_URL TOPIC SIZES_JSON
+      Writes one json message `{"id": i, "payload": "xx..."}` per size of SIZES_JSON (the payload string
+      that long) through a producer with chunking on and batching off, so a message above the broker's
+      `maxMessageSize` goes in chunks. Prints each with its id (`chunked`: it went in several).
   interop.py consume SERVICE_URL TOPIC COUNT TIMEOUT_SECONDS
       Reads COUNT messages from the earliest position through a Shared subscription and prints one
       `@@`-prefixed JSON line per message (with its publish time and the local time it was received).
@@ -113,6 +117,16 @@ def produce_one(service_url, topic):
     client.close()
 
 
+def produce_big(service_url, topic, sizes):
+    client = pulsar.Client(service_url, logger=LOGGER)
+    producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False)
+    for i, size in enumerate(sizes):
+        msg_id = producer.send(json.dumps({"id": i, "payload": "x" * size}).encode())
+        emit({"id": i, "size": size, "message_id": str(msg_id), "chunked": ";" in str(msg_id)})
+    producer.close()
+    client.close()
+
+
 def consume(service_url, topic, count, timeout_s):
     client = pulsar.Client(service_url, logger=LOGGER)
     consumer = client.subscribe(
@@ -146,6 +160,8 @@ if __name__ == "__main__":
         produce_keyed(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
     elif cmd == "produce-one":
         produce_one(sys.argv[2], sys.argv[3])
+    elif cmd == "produce-big":
+        produce_big(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
     elif cmd == "consume":
         consume(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     else:

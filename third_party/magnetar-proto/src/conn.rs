@@ -39,7 +39,7 @@ pub use crate::conn_types::*;
 use crate::consumer::ConsumerState;
 use crate::error::ProtocolError;
 use crate::event::{ConnectionEvent, IncomingMessage, LookupOutcome, TxnRoundTrip};
-use crate::frame::{Frame, decode_one, encode_command, encode_payload, encode_payload_head};
+use crate::frame::{Frame, encode_command, encode_payload, encode_payload_head};
 use crate::lookup::{LookupRegistry, LookupRequest, LookupSubmitError, is_partition_topic};
 use crate::pb;
 use crate::producer::{ProducerState, SendDecision};
@@ -2196,6 +2196,16 @@ impl Connection {
         self.handle_bytes_decode_loop(now)
     }
 
+    /// The largest frame this connection takes: the broker's `max_message_size` (once CONNECTED said it)
+    /// plus the frame padding, never below the default ceiling (Java's `ClientCnx`).
+    fn max_inbound_frame_size(&self) -> usize {
+        self.broker_max_message_size
+            .map_or(crate::frame::MAX_FRAME_SIZE, |m| {
+                m.saturating_add(crate::frame::MESSAGE_SIZE_FRAME_PADDING)
+                    .max(crate::frame::MAX_FRAME_SIZE)
+            })
+    }
+
     /// Feed inbound bytes to the state machine.
     pub fn handle_bytes(&mut self, now: Instant, bytes: &[u8]) -> Result<(), ProtocolError> {
         // The keepalive baseline is refreshed per *decoded frame* in
@@ -2224,10 +2234,21 @@ impl Connection {
             // Peek the front of the inbound buffer to find out whether a
             // complete frame is ready. If not, park and wait for more
             // bytes — `self.inbound` retains everything we've seen so far.
-            let frame_len = match crate::frame::peek_full_frame_len(&self.inbound) {
+            let max_frame_size = self.max_inbound_frame_size();
+            let frame_len = match crate::frame::peek_full_frame_len_within(
+                &self.inbound,
+                max_frame_size,
+            ) {
                 Ok(None) => return Ok(()),
                 Ok(Some(len)) => len,
-                Err(err) => return Err(err.into()),
+                Err(err) => {
+                    tracing::warn!(
+                        target: "magnetar_proto::conn",
+                        max_frame_size,
+                        "the broker sent a frame this client cannot take ({err}); closing the connection",
+                    );
+                    return Err(err.into());
+                }
             };
             // Carve the complete frame off the front of `inbound` via an
             // O(1) `split_to` (no copy) and freeze the resulting BytesMut
@@ -2252,7 +2273,7 @@ impl Connection {
             // unit off the stream.
             self.last_activity = Some(now);
             self.keepalive_ping_outstanding = false;
-            match decode_one(&mut frame_bytes) {
+            match crate::frame::decode_one_within(&mut frame_bytes, max_frame_size) {
                 Ok(frame) => {
                     self.handle_frame(now, frame)?;
                 }

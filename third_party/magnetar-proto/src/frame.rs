@@ -58,9 +58,15 @@ pub const MAGIC_CRC32C: u16 = 0x0e01;
 /// The magic constant for broker-entry-metadata envelopes (PIP-90).
 pub const MAGIC_BROKER_ENTRY_METADATA: u16 = 0x0e02;
 
-/// Maximum frame size we accept on decode. Mirrors the Pulsar default of 5 MiB. Higher layers
-/// may enforce a smaller cap; this is the absolute ceiling enforced by `decode_one`.
-pub const MAX_FRAME_SIZE: usize = 5 * 1024 * 1024;
+/// What a frame may carry beyond the broker's `maxMessageSize` (the command and the metadata): Java's
+/// `Commands.MESSAGE_SIZE_FRAME_PADDING`.
+pub const MESSAGE_SIZE_FRAME_PADDING: usize = 10 * 1024;
+
+/// Maximum frame size we accept on decode before the broker says its `max_message_size`: Pulsar's
+/// default of 5 MiB plus [`MESSAGE_SIZE_FRAME_PADDING`], as Java's `ClientCnx` does (pulsar-connect
+/// patch: it was 5 MiB flat, so a message of the broker's full size — every chunk of a chunked
+/// message — was refused, the connection dropped and the message redelivered for ever).
+pub const MAX_FRAME_SIZE: usize = 5 * 1024 * 1024 + MESSAGE_SIZE_FRAME_PADDING;
 
 pub(crate) const TOTAL_SIZE_LEN: usize = 4;
 const CMD_SIZE_LEN: usize = 4;
@@ -299,6 +305,15 @@ pub fn encode_payload_head(
 /// on every decode iteration (receive-path zero-copy, 2026-05-27
 /// audit).
 pub fn peek_full_frame_len(inbound: &BytesMut) -> Result<Option<usize>, FrameError> {
+    peek_full_frame_len_within(inbound, MAX_FRAME_SIZE)
+}
+
+/// [`peek_full_frame_len`] with the connection's own ceiling (the broker's `max_message_size` plus
+/// [`MESSAGE_SIZE_FRAME_PADDING`]).
+pub fn peek_full_frame_len_within(
+    inbound: &BytesMut,
+    max_frame_size: usize,
+) -> Result<Option<usize>, FrameError> {
     if inbound.len() < TOTAL_SIZE_LEN {
         return Ok(None);
     }
@@ -307,7 +322,7 @@ pub fn peek_full_frame_len(inbound: &BytesMut) -> Result<Option<usize>, FrameErr
         return Err(FrameError::BadLength(total_size));
     }
     let total_size_usize = total_size as usize;
-    if total_size_usize > MAX_FRAME_SIZE {
+    if total_size_usize > max_frame_size {
         return Err(FrameError::BadLength(total_size));
     }
     let full_frame_len = TOTAL_SIZE_LEN + total_size_usize;
@@ -331,6 +346,15 @@ pub fn peek_full_frame_len(inbound: &BytesMut) -> Result<Option<usize>, FrameErr
 /// - [`FrameError::ChecksumMismatch`]: CRC32C verification failed.
 /// - [`FrameError::Decode`]: protobuf decode failed for command, metadata, or BEM.
 pub fn decode_one(src: &mut Bytes) -> Result<Frame, FrameError> {
+    decode_one_within(src, MAX_FRAME_SIZE)
+}
+
+/// [`decode_one`] with the connection's own ceiling (see [`peek_full_frame_len_within`]).
+///
+/// # Errors
+///
+/// As [`decode_one`].
+pub fn decode_one_within(src: &mut Bytes, max_frame_size: usize) -> Result<Frame, FrameError> {
     if src.len() < TOTAL_SIZE_LEN {
         return Err(FrameError::Incomplete {
             needed: TOTAL_SIZE_LEN - src.len(),
@@ -342,7 +366,7 @@ pub fn decode_one(src: &mut Bytes) -> Result<Frame, FrameError> {
         return Err(FrameError::BadLength(total_size));
     }
     let total_size_usize = total_size as usize;
-    if total_size_usize > MAX_FRAME_SIZE {
+    if total_size_usize > max_frame_size {
         return Err(FrameError::BadLength(total_size));
     }
     let full_frame_len = TOTAL_SIZE_LEN + total_size_usize;
@@ -745,6 +769,28 @@ mod tests {
             Err(FrameError::BadLength(reported)) => assert_eq!(reported, announced),
             other => panic!("expected BadLength, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn takes_a_frame_of_the_brokers_full_message_size() {
+        // A 5 MiB payload (a full chunk of a chunked message) and its command: over 5 MiB, within the
+        // padding (pulsar-connect patch).
+        let announced = (5 * 1024 * 1024 + 200) as u32;
+        let mut buf = BytesMut::with_capacity(TOTAL_SIZE_LEN);
+        buf.put_u32(announced);
+        assert_eq!(peek_full_frame_len(&buf).unwrap(), None, "waits for the body");
+        // A broker configured for bigger messages says so in CONNECTED: the connection takes more.
+        let announced = (8 * 1024 * 1024) as u32;
+        let mut buf = BytesMut::with_capacity(TOTAL_SIZE_LEN);
+        buf.put_u32(announced);
+        assert!(matches!(
+            peek_full_frame_len(&buf),
+            Err(FrameError::BadLength(_))
+        ));
+        assert_eq!(
+            peek_full_frame_len_within(&buf, 8 * 1024 * 1024 + MESSAGE_SIZE_FRAME_PADDING).unwrap(),
+            None
+        );
     }
 
     #[test]

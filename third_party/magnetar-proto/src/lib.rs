@@ -155,8 +155,9 @@ pub use crate::event::{
     ConnectionEvent, DriverRetry, GetSchemaResult, IncomingMessage, LookupOutcome,
 };
 pub use crate::frame::{
-    Frame, FrameError, MAGIC_BROKER_ENTRY_METADATA, MAGIC_CRC32C, MAX_FRAME_SIZE, Payload,
-    decode_one, encode_command, encode_payload,
+    Frame, FrameError, MAGIC_BROKER_ENTRY_METADATA, MAGIC_CRC32C, MAX_FRAME_SIZE,
+    MESSAGE_SIZE_FRAME_PADDING, Payload, decode_one, decode_one_within, encode_command,
+    encode_payload,
 };
 pub use crate::health_probe::{
     BrokerEndpointScheme, HealthProbe, broker_authority, broker_endpoint_scheme, probe_authority,

@@ -32,6 +32,11 @@ const BASE: &[(&str, &str)] = &[
     ("dbStorage_rocksDB_blockCacheSize", "16777216"),
     ("managedLedgerCacheSizeMB", "64"),
     ("brokerShutdownTimeoutMs", "5000"),
+    // Pulsar's own standalone.conf: 5 MB (`maxMessageSize`) plus 10 KB of headers, for the broker and
+    // its bookie. Without it the bookie keeps BookKeeper's 5 MB frame limit and refuses a full-size
+    // entry (a chunk of a chunked message): every write of it fails and the topic rolls ledgers over
+    // in a loop while the producer's send times out.
+    ("nettyMaxFrameSizeBytes", "5253120"),
     // The bookie turns read-only when its disk is 95 % full (BookKeeper's default), after which every
     // ledger creation fails with "Not enough non-faulty bookies" and the health check never passes. Build
     // machines with big shared caches sit above that; a throwaway test broker should keep writing until
