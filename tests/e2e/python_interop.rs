@@ -193,6 +193,81 @@ INSERT INTO out SELECT id, CHAR_LENGTH(payload) FROM src;",
     Ok(())
 }
 
+/// With `pulsar.producer.chunkingEnabled`, a row above the broker's 5 MB limit goes in chunks that the
+/// official client reads back whole, at-least-once and exactly-once (issue 48 §2); the input is the
+/// official client's own chunked message, so the source side is crossed too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sink_chunks_a_big_row_and_the_official_client_reads_it_whole() -> Result<()> {
+    let broker = TestBroker::get();
+    let input = unique_topic("interop-chunked-in");
+    run_python(&[
+        "produce-big",
+        &broker.service_url,
+        &input,
+        "[10, 6000000, 20, 3000000]",
+    ])?;
+    for semantic in ["at-least-once", "exactly-once"] {
+        let output = unique_topic(&format!("interop-chunked-out-{semantic}"));
+        let sql = format!(
+            "CREATE TABLE src (id BIGINT, payload STRING) WITH ('connector' = 'pulsar', 'topic' = '{input}',
+  'service-url' = '{su}', 'format' = 'json', 'scan.startup.mode' = 'earliest');
+CREATE TABLE dst (id BIGINT, payload STRING) WITH ('connector' = 'pulsar', 'topic' = '{output}',
+  'service-url' = '{su}', 'admin-url' = '{au}', 'format' = 'json', 'sink.semantic' = '{semantic}',
+  'pulsar.producer.chunkingEnabled' = 'true');
+INSERT INTO dst SELECT id, payload FROM src;",
+            su = broker.service_url,
+            au = broker.admin_url
+        );
+        let job = pulsar_connect_tests::jobs::RunningJob::start(&sql, None).await?;
+        let read = tokio::task::spawn_blocking({
+            let (su, output) = (broker.service_url.clone(), output.clone());
+            move || run_python(&["consume-sizes", &su, &output, "4", "60"])
+        })
+        .await??;
+        job.stop().await?;
+        let sizes: Vec<(u64, u64)> = read
+            .iter()
+            .map(|r| (r["id"].as_u64().unwrap(), r["size"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(
+            sizes,
+            vec![(0, 10), (1, 6_000_000), (2, 20), (3, 3_000_000)],
+            "{semantic}: what the official client read: {read:?}"
+        );
+        assert!(
+            read[1]["message_id"]
+                .as_str()
+                .is_some_and(|id| id.contains(';')),
+            "{semantic}: the 6 MB row went in chunks: {read:?}"
+        );
+    }
+    Ok(())
+}
+
+/// Without chunking, a row above the broker's limit fails the job with an error naming the table, the
+/// limit and the option that lifts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_above_the_brokers_limit_fails_naming_the_table_and_the_option() -> Result<()> {
+    let broker = TestBroker::get();
+    let input = unique_topic("interop-too-big-in");
+    run_python(&["produce-big", &broker.service_url, &input, "[6000000]"])?;
+    let sql = format!(
+        "CREATE TABLE src (id BIGINT, payload STRING) WITH ('connector' = 'pulsar', 'topic' = '{input}',
+  'service-url' = '{su}', 'format' = 'json', 'scan.startup.mode' = 'earliest');
+CREATE TABLE dst (id BIGINT, payload STRING) WITH ('connector' = 'pulsar',
+  'topic' = '{output}', 'service-url' = '{su}', 'format' = 'json');
+INSERT INTO dst SELECT id, payload FROM src;",
+        su = broker.service_url,
+        output = unique_topic("interop-too-big-out")
+    );
+    let job = pulsar_connect_tests::jobs::RunningJob::start(&sql, None).await?;
+    let error = job.failure(Duration::from_secs(60)).await;
+    for needle in ["'dst'", "pulsar.producer.chunkingEnabled"] {
+        assert!(error.contains(needle), "{needle} not in: {error}");
+    }
+    Ok(())
+}
+
 /// The bytes the broker stores for `topic` (a partitioned topic's partitions summed).
 fn storage_size(broker: &TestBroker, topic: &str) -> Result<u64> {
     let path = topic.strip_prefix("persistent://").unwrap_or(topic);

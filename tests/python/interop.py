@@ -13,6 +13,10 @@
       Writes one json message `{"id": i, "payload": "xx..."}` per size of SIZES_JSON (the payload string
       that long) through a producer with chunking on and batching off, so a message above the broker's
       `maxMessageSize` goes in chunks. Prints each with its id (`chunked`: it went in several).
+  interop.py consume-sizes SERVICE_URL TOPIC COUNT TIMEOUT_SECONDS
+      Reads COUNT json messages `{"id": .., "payload": ..}` from the earliest position through an
+      Exclusive subscription (chunked messages arrive whole) and prints each one's id, payload length
+      and message id.
   interop.py consume SERVICE_URL TOPIC COUNT TIMEOUT_SECONDS
       Reads COUNT messages from the earliest position through a Shared subscription and prints one
       `@@`-prefixed JSON line per message (with its publish time and the local time it was received).
@@ -127,6 +131,18 @@ def produce_big(service_url, topic, sizes):
     client.close()
 
 
+def consume_sizes(service_url, topic, count, timeout_s):
+    client = pulsar.Client(service_url, logger=LOGGER)
+    consumer = client.subscribe(topic, "python-sizes", consumer_type=pulsar.ConsumerType.Exclusive,
+                                initial_position=pulsar.InitialPosition.Earliest)
+    for _ in range(count):
+        msg = consumer.receive(timeout_millis=int(timeout_s * 1000))
+        row = json.loads(msg.data())
+        emit({"id": row["id"], "size": len(row["payload"]), "message_id": str(msg.message_id())})
+        consumer.acknowledge(msg)
+    client.close()
+
+
 def consume(service_url, topic, count, timeout_s):
     client = pulsar.Client(service_url, logger=LOGGER)
     consumer = client.subscribe(
@@ -162,6 +178,8 @@ if __name__ == "__main__":
         produce_one(sys.argv[2], sys.argv[3])
     elif cmd == "produce-big":
         produce_big(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
+    elif cmd == "consume-sizes":
+        consume_sizes(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     elif cmd == "consume":
         consume(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     else:

@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use futures::task::AtomicWaker;
 use magnetar::proto::TxnId;
 use magnetar::proto::types::CompressionKind;
+use magnetar::proto::{ProducerError, ProtocolError};
 use magnetar::runtime_tokio::{ClientError, Producer, SendFut};
 use magnetar::{MessageId, OutgoingMessage, PulsarClient};
 
@@ -33,6 +34,8 @@ pub struct WriterConfig {
     pub producer_name: Option<String>,
     /// The schema announced with every producer (the broker registers it or checks compatibility).
     pub schema: Option<magnetar::proto::pb::Schema>,
+    /// A message above the broker's `max_message_size` goes in chunks (else its send fails).
+    pub chunking: bool,
 }
 
 impl Default for WriterConfig {
@@ -44,6 +47,7 @@ impl Default for WriterConfig {
             max_in_flight: 2_000,
             producer_name: None,
             schema: None,
+            chunking: false,
         }
     }
 }
@@ -180,7 +184,8 @@ impl TopicWriter {
             let mut b = client
                 .producer(t.as_str())
                 .compression(CompressionKind::None)
-                .send_timeout(config.send_timeout);
+                .send_timeout(config.send_timeout)
+                .chunking(config.chunking);
             if let Some((msgs, bytes, delay)) = config.batching {
                 b = b.batching(msgs, bytes).batching_max_publish_delay(delay);
             }
@@ -347,7 +352,14 @@ impl TopicWriter {
             Ok(_) => self.acknowledged += 1,
             Err(e) => self.failures.push(SendFailure {
                 topic: self.producers[idx].0.to_string(),
-                reason: e.to_string(),
+                reason: match &e {
+                    ClientError::Protocol(ProtocolError::Producer(
+                        ProducerError::MessageTooLarge { .. },
+                    )) => format!(
+                        "{e} (the broker's maxMessageSize; with 'pulsar.producer.chunkingEnabled' = 'true' it goes in chunks)"
+                    ),
+                    _ => e.to_string(),
+                },
                 message: q.kept.map(|m| *m),
                 flags: q.flags,
             }),

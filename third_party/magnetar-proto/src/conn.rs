@@ -5493,7 +5493,7 @@ impl Connection {
             let mut producer = slot.state.lock();
             let decision = producer
                 .queue_send(msg, publish_time_ms, now)
-                .map_err(|_| ProtocolError::InvariantViolation("producer rejected send"))?;
+                .map_err(ProtocolError::from_send)?;
             match decision {
                 SendDecision::Emit { .. } | SendDecision::Batched => {}
             }

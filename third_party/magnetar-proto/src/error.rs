@@ -31,6 +31,12 @@ pub enum ProtocolError {
     #[error("handshake error: {0}")]
     Handshake(&'static str),
 
+    /// The producer refused a send for a reason its caller can act on (pulsar-connect patch: a
+    /// message above the broker's `max_message_size` without chunking was reported as an invariant
+    /// violation, "producer rejected send").
+    #[error("{0}")]
+    Producer(ProducerError),
+
     /// The peer signalled a fatal error via `CommandError` or `CommandSendError`.
     #[error("server error {code}: {message}")]
     Server {
@@ -40,6 +46,17 @@ pub enum ProtocolError {
         /// Human-readable broker message.
         message: String,
     },
+}
+
+impl ProtocolError {
+    /// A producer's refusal of a send: a message too large is said as such, the rest stay the
+    /// invariant violation they were.
+    pub fn from_send(e: ProducerError) -> Self {
+        match e {
+            ProducerError::MessageTooLarge { .. } => ProtocolError::Producer(e),
+            _ => ProtocolError::InvariantViolation("producer rejected send"),
+        }
+    }
 }
 
 /// Errors specific to producer-side operations.

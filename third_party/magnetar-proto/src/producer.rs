@@ -378,9 +378,9 @@ impl ProducerSlot {
         now: std::time::Instant,
     ) -> Result<SequenceId, crate::error::ProtocolError> {
         let mut state = self.state.lock();
-        let _decision = state.queue_send(msg, publish_time_ms, now).map_err(|_| {
-            crate::error::ProtocolError::InvariantViolation("producer rejected send")
-        })?;
+        let _decision = state
+            .queue_send(msg, publish_time_ms, now)
+            .map_err(crate::error::ProtocolError::from_send)?;
         Ok(SequenceId(state.last_sequence_id_pushed.max(0) as u64))
     }
 

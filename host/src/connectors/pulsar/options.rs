@@ -95,6 +95,7 @@ pub const BATCH_BYTES: &str = "pulsar.producer.batching-max-bytes";
 pub const BATCH_DELAY: &str = "pulsar.producer.batching-max-publish-delay-micros";
 pub const COMPRESSION: &str = "pulsar.producer.compression-type";
 pub const PRODUCER_NAME: &str = "pulsar.producer.producer-name";
+pub const CHUNKING: &str = "pulsar.producer.chunking-enabled";
 
 /// The largest `scan.parallelism`: key-range readers per split.
 pub const MAX_KEY_RANGES: i64 = 1024;
@@ -351,6 +352,13 @@ pub static SETTINGS: LazyLock<Vec<OptionDecl>> = LazyLock::new(|| {
         OptionKind::Enum(Choices::Static(COMPRESSION_TYPES)),
         Some("NONE"),
         "Sink: payload compression. With batching each batch is compressed as a whole (as the Java client does); a message sent alone is compressed by itself.",
+    ),
+    setting(
+        CHUNKING,
+        &["pulsar.producer.chunkingEnabled"],
+        OptionKind::Bool,
+        Some("false"),
+        "Sink: a message above the broker's `maxMessageSize` (5 MB by default) is sent in chunks that every Pulsar client reads back whole (off: such a row fails its send, naming the table). Messages that fit are batched as usual; a chunked one is sent alone.",
     ),
     setting(
         PRODUCER_NAME,

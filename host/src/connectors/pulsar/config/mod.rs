@@ -555,6 +555,7 @@ fn writer_config(table: &str, o: &ResolvedOptions) -> Result<WriterConfig> {
         max_in_flight: o.int(opt::MAX_PENDING).unwrap_or_default().max(1) as usize,
         producer_name,
         schema: None,
+        chunking: o.bool(opt::CHUNKING).unwrap_or_default(),
     };
     wc.validate()?;
     Ok(wc)
