@@ -48,6 +48,12 @@ async fn assert_nothing_left_open(
             open.empty
         );
     }
+    if !open.ending.is_empty() {
+        eprintln!(
+            "ended by the job, the coordinator still delivering the outcome (on no partition's buffer): {:?}",
+            open.ending
+        );
+    }
     ensure!(
         open.total() == 0,
         "transactions left open after the job stopped: {open:?}; broker:\n{}\njob log:\n{log}",

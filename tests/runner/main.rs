@@ -12,5 +12,6 @@ mod options;
 mod seeds;
 mod sql_plan;
 mod sql_print;
+mod state_dir;
 mod terminal;
 mod validation;

@@ -91,6 +91,12 @@ pub struct OpenTransactions {
     /// The coordinator's open transactions that hold nothing (opened, never used: invisible to readers
     /// and to every cursor; e.g. a run killed between opening one and recording it).
     pub empty: usize,
+    /// Transactions the job ended (the coordinator took the commit or abort: `COMMITTING`, `ABORTING`)
+    /// whose markers the coordinator is still delivering. Their outcome is decided; they hold a reader
+    /// back only while a partition's buffer still lists them, which `by_partition` shows. Seen once
+    /// (campaign 2026-12-07): a lone first write's transaction aborted while its partition was stuck
+    /// and then unloaded stayed `ABORTING` on the coordinator, on no partition's buffer.
+    pub ending: Vec<String>,
 }
 
 impl OpenTransactions {
@@ -135,7 +141,10 @@ impl TestBroker {
             let acked = meta["ackedPartitions"]
                 .as_object()
                 .map_or(0, serde_json::Map::len);
-            if produced + acked == 0 {
+            let status = meta["status"].as_str().unwrap_or("");
+            if status == "ABORTING" || status == "COMMITTING" {
+                out.ending.push(format!("{id}: {meta}"));
+            } else if produced + acked == 0 {
                 out.empty += 1;
             } else {
                 out.holding.push(format!("{id}: {meta}"));

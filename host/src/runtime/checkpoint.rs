@@ -160,14 +160,19 @@ impl CheckpointStore {
         );
         let final_name = file_name(data.checkpoint_id);
         let tmp = format!("{final_name}.tmp");
-        {
-            let mut f = self
-                .dir
-                .create(&tmp)
-                .with_context(|| format!("creating {}/{tmp}", self.location))?;
+        let written = (|| -> std::io::Result<()> {
+            let mut f = self.dir.create(&tmp)?;
             f.write_all(text.as_bytes())?;
             f.sync_all()
-                .with_context(|| format!("fsync {}/{tmp}", self.location))?;
+        })();
+        if let Err(e) = written {
+            // Half written: never restored (only complete `chk-*.json` files are), and not left to
+            // hold the space a later checkpoint needs.
+            let _ = self.dir.remove_file(&tmp);
+            return Err(anyhow::Error::new(e).context(format!(
+                "writing checkpoint {} to {}/{tmp} (the last complete checkpoint stays the one to restore)",
+                data.checkpoint_id, self.location
+            )));
         }
         self.dir
             .rename(&tmp, &self.dir, &final_name)

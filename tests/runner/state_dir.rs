@@ -1,0 +1,166 @@
+//! A state directory that fills up while the job runs (issue 48 §1): each checkpoint that cannot be written
+//! fails with a warning naming the checkpoint and the directory, leaves no half-written file behind, and the
+//! last complete checkpoint stays the one to restore; once space returns the checkpoints complete again
+//! and the job runs to its end with every row written.
+//!
+//! Mounts a small tmpfs (the suite runs as root, as `.ci/run` does).
+
+use crate::common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const N: u64 = 40_000;
+
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &std::path::Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .expect("running mount");
+        assert!(
+            status.success(),
+            "mounting a {size} tmpfs at {} failed ({status}): this test needs root",
+            at.display()
+        );
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Fills the filesystem of `dir` with one file, until it refuses more.
+fn fill(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::io::Write as _;
+    let path = dir.join("filler");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let block = vec![0u8; 4096];
+    while f.write_all(&block).and_then(|()| f.sync_all()).is_ok() {}
+    path
+}
+
+fn checkpoint_files(state: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(state.join("full-disk"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("chk-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_full_state_directory_fails_checkpoints_naming_it_and_the_job_goes_on_when_space_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let disk = Tmpfs::mount(&tmp.path().join("disk"), "256k");
+    let state = disk.0.join("state");
+    let job = tmp.path().join("job.sql");
+    std::fs::write(
+        &job,
+        format!(
+            "SET 'pipeline.name' = 'full-disk';
+SET 'execution.checkpointing.interval' = '200ms';
+CREATE TABLE src (id BIGINT NOT NULL) WITH ('connector' = 'datagen', 'rows-per-second' = '4000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '{N}');
+CREATE TABLE rec (id BIGINT) WITH ('connector' = 'print');
+INSERT INTO rec SELECT id FROM src;"
+        ),
+    )
+    .unwrap();
+    let (record, log) = (tmp.path().join("out.txt"), tmp.path().join("job.log"));
+    let mut child = Command::new(common::binary())
+        .arg("run")
+        .arg(&job)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdout(Stdio::from(std::fs::File::create(&record).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .spawn()
+        .unwrap();
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while checkpoint_files(&state).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint within 30 s:\n{}",
+            log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let filler = fill(&disk.0);
+    let full_since = Instant::now();
+    while !log_text().contains("No space left") && full_since.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(600));
+    let during = log_text();
+    let failed: Vec<&str> = during
+        .lines()
+        .filter(|l| l.contains("checkpoint failed"))
+        .collect();
+    assert!(
+        !failed.is_empty() && child.try_wait().unwrap().is_none(),
+        "with the disk full, checkpoints fail and the job goes on:\n{during}"
+    );
+    let location = state.join("full-disk").display().to_string();
+    for line in &failed {
+        assert!(
+            line.contains("writing checkpoint") && line.contains(&location),
+            "the failure names the checkpoint and the directory: {line}"
+        );
+    }
+    let leftovers: Vec<String> = std::fs::read_dir(state.join("full-disk"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "no half-written checkpoint stays: {leftovers:?}"
+    );
+    let before = checkpoint_files(&state);
+    std::fs::remove_file(filler).unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline + Duration::from_secs(30) {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("the job did not end within 60 s:\n{}", log_text());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        status.success(),
+        "the job failed ({status}):\n{}",
+        log_text()
+    );
+    let after = checkpoint_files(&state);
+    assert!(
+        after.iter().max() > before.iter().max(),
+        "checkpoints complete again once space returns: {before:?} → {after:?}\n{}",
+        log_text()
+    );
+    let out = std::fs::read_to_string(&record).unwrap();
+    let mut seen = vec![false; N as usize + 1];
+    for id in out.lines().filter_map(|l| {
+        l.strip_prefix("+I[")
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(|r| r.parse::<u64>().ok())
+    }) {
+        seen[id as usize] = true;
+    }
+    let missing = (1..=N).filter(|&i| !seen[i as usize]).count();
+    assert_eq!(missing, 0, "{missing} ids missing from the output");
+}
