@@ -1,7 +1,8 @@
-//! A state directory that fills up while the job runs (issue 48 §1): each checkpoint that cannot be written
-//! fails with a warning naming the checkpoint and the directory, leaves no half-written file behind, and the
-//! last complete checkpoint stays the one to restore; once space returns the checkpoints complete again
-//! and the job runs to its end with every row written.
+//! A state directory that fills up or turns read-only while the job runs (issue 48 §1): each checkpoint
+//! that cannot be written fails with a warning naming the checkpoint and the directory, leaves no
+//! half-written file behind, and the last complete checkpoint stays the one to restore; once the directory
+//! takes writes again the checkpoints complete and the job runs to its end with every row written. A
+//! directory read-only from the start fails the job at once, naming it.
 //!
 //! Mounts a small tmpfs (the suite runs as root, as `.ci/run` does).
 
@@ -58,8 +59,80 @@ fn checkpoint_files(state: &std::path::Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+fn remount(disk: &Tmpfs, mode: &str) {
+    let status = Command::new("mount")
+        .args(["-o", &format!("remount,{mode}")])
+        .arg(&disk.0)
+        .status()
+        .expect("running mount");
+    assert!(
+        status.success(),
+        "remounting {} {mode}: {status}",
+        disk.0.display()
+    );
+}
+
 #[test]
 fn a_full_state_directory_fails_checkpoints_naming_it_and_the_job_goes_on_when_space_returns() {
+    let filler = std::cell::RefCell::new(None);
+    unwritable_while_running(
+        "No space left",
+        |disk| *filler.borrow_mut() = Some(fill(&disk.0)),
+        |_| std::fs::remove_file(filler.borrow_mut().take().unwrap()).unwrap(),
+    );
+}
+
+#[test]
+fn a_state_directory_turned_read_only_fails_checkpoints_naming_it_and_the_job_goes_on_after() {
+    unwritable_while_running(
+        "Read-only file system",
+        |disk| remount(disk, "ro"),
+        |disk| remount(disk, "rw"),
+    );
+}
+
+#[test]
+fn a_read_only_state_directory_fails_the_job_at_start_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let disk = Tmpfs::mount(&tmp.path().join("disk"), "256k");
+    let state = disk.0.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    remount(&disk, "ro");
+    let job = tmp.path().join("job.sql");
+    std::fs::write(
+        &job,
+        "SET 'pipeline.name' = 'read-only';
+CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '10');
+CREATE TABLE rec (id BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO rec SELECT id FROM src;",
+    )
+    .unwrap();
+    let out = Command::new(common::binary())
+        .arg("run")
+        .arg(&job)
+        .arg("--state-dir")
+        .arg(&state)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the job ran on a read-only state directory:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(&state.display().to_string()) && stderr.contains("Read-only file system"),
+        "the error names the directory and why: {stderr}"
+    );
+}
+
+/// Runs a bounded datagen job with its state directory on a small tmpfs, makes the tmpfs unwritable
+/// (`break_it`) after the first checkpoint, checks the failed checkpoints (`why` in their warnings), then
+/// `mend`s it and checks that the job ends cleanly with checkpoints completing again and every row out.
+fn unwritable_while_running(
+    why: &str,
+    mut break_it: impl FnMut(&Tmpfs),
+    mut mend: impl FnMut(&Tmpfs),
+) {
     let tmp = tempfile::tempdir().unwrap();
     let disk = Tmpfs::mount(&tmp.path().join("disk"), "256k");
     let state = disk.0.join("state");
@@ -96,9 +169,9 @@ INSERT INTO rec SELECT id FROM src;"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let filler = fill(&disk.0);
+    break_it(&disk);
     let full_since = Instant::now();
-    while !log_text().contains("No space left") && full_since.elapsed() < Duration::from_secs(10) {
+    while !log_text().contains(why) && full_since.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(600));
@@ -109,7 +182,7 @@ INSERT INTO rec SELECT id FROM src;"
         .collect();
     assert!(
         !failed.is_empty() && child.try_wait().unwrap().is_none(),
-        "with the disk full, checkpoints fail and the job goes on:\n{during}"
+        "with the state directory unwritable ({why}), checkpoints fail and the job goes on:\n{during}"
     );
     let location = state.join("full-disk").display().to_string();
     for line in &failed {
@@ -129,7 +202,7 @@ INSERT INTO rec SELECT id FROM src;"
         "no half-written checkpoint stays: {leftovers:?}"
     );
     let before = checkpoint_files(&state);
-    std::fs::remove_file(filler).unwrap();
+    mend(&disk);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
