@@ -10,6 +10,7 @@ mod changelog;
 mod exactly_once;
 mod failover;
 mod first_write;
+mod full_state_dir;
 mod hot_reload;
 mod key_formats;
 mod linked_acks;

@@ -249,7 +249,7 @@ impl Driver<'_> {
                 ev = events.recv() => {
                     let Some(ev) = ev else { return Err(anyhow!("all pipeline tasks ended unexpectedly")) };
                     match ev {
-                        Event::Failed(e) => return Err(e),
+                        Event::Failed(e) => return Err(cause_of(e, &mut events).await),
                         Event::Exhausted(i) => {
                             let was_stopping = self.coordinator.is_stopping();
                             let next = self.coordinator.exhausted(i, Instant::now());
@@ -365,6 +365,26 @@ impl Driver<'_> {
 
 /// Every pipeline ended before the final checkpoint. A failing task closes its channels, so the stages after
 /// it can report Finished before its Failed arrives: prefer the real cause.
+/// A stage that failed only because the stage after it ended ([`stages::PipelineStopped`]) is a
+/// consequence: the failure of the stage that ended, if it comes within 5 s, is the one reported.
+async fn cause_of(e: anyhow::Error, events: &mut mpsc::Receiver<Event>) -> anyhow::Error {
+    if e.downcast_ref::<stages::PipelineStopped>().is_none() {
+        return e;
+    }
+    let wait = tokio::time::sleep(Duration::from_secs(5));
+    tokio::pin!(wait);
+    loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Some(Event::Failed(cause)) if cause.downcast_ref::<stages::PipelineStopped>().is_none() => return cause,
+                Some(_) => continue,
+                None => return e,
+            },
+            _ = &mut wait => return e,
+        }
+    }
+}
+
 async fn early_end(events: &mut mpsc::Receiver<Event>) -> anyhow::Error {
     let wait = tokio::time::sleep(Duration::from_secs(5));
     tokio::pin!(wait);

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::{mpsc, watch};
 
@@ -16,6 +16,12 @@ use crate::connector_api::{Sink, Source, SourcePoll, changelog};
 use crate::planner::Transform;
 
 /// Down a pipeline's channels: rows, a checkpoint barrier with the source's snapshot, the end.
+/// A stage could not hand its output on because the stage after it ended: a consequence, never the cause
+/// (the stage that ended reports its own failure, which the runtime prefers).
+#[derive(Debug, thiserror::Error)]
+#[error("the pipeline stopped")]
+pub(super) struct PipelineStopped;
+
 pub(super) enum Msg {
     Batch(RecordBatch),
     Barrier(u64, serde_json::Value),
@@ -131,7 +137,7 @@ pub(super) async fn source_task(
         async move {
             out.send(Msg::Batch(b))
                 .await
-                .map_err(|_| anyhow!("the pipeline stopped"))
+                .map_err(|_| anyhow::Error::new(PipelineStopped))
         }
     };
     loop {
@@ -145,7 +151,7 @@ pub(super) async fn source_task(
                     // After the final snapshot nothing more is read, so the final checkpoint covers every row.
                     exhausted |= is_final;
                     let state = source.snapshot_for(id)?;
-                    out.send(Msg::Barrier(id, state)).await.map_err(|_| anyhow!("the pipeline stopped"))?;
+                    out.send(Msg::Barrier(id, state)).await.map_err(|_| anyhow::Error::new(PipelineStopped))?;
                 }
                 Some(SourceCmd::Complete(id)) => source.notify_checkpoint_complete(id).await?,
                 Some(SourceCmd::Finish) | None => {
@@ -219,7 +225,7 @@ pub(super) async fn transform_task(
         let end = matches!(msg, Msg::End);
         out.send(msg)
             .await
-            .map_err(|_| anyhow!("the pipeline stopped"))?;
+            .map_err(|_| anyhow::Error::new(PipelineStopped))?;
         if end {
             break;
         }

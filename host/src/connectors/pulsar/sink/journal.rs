@@ -176,11 +176,16 @@ impl TxnJournal {
 fn write_durably(dir: &Path, file: &Path, entry: &Entry) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let tmp = file.with_extension("json.tmp");
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(&serde_json::to_vec(entry)?)
-        .and_then(|()| f.sync_all())
-        .with_context(|| format!("writing {}", tmp.display()))?;
+    let body = serde_json::to_vec(entry)?;
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(&body)?;
+        f.sync_all()
+    });
+    if let Err(e) = written {
+        // A full or read-only directory: nothing half-written stays behind.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("writing {}", tmp.display()));
+    }
     std::fs::rename(&tmp, file).with_context(|| format!("renaming {}", tmp.display()))?;
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())

@@ -247,10 +247,7 @@ impl Sink for PulsarSink {
                     ctx.subtask,
                     crate::pulsar::reader::consumer_name(),
                 ))),
-                None => {
-                    warn!(table = %self.spec.cfg.table, "exactly-once without a state directory: a transaction open when the process dies is found by nobody and holds the topic's readers back until 'transaction-timeout' ends it");
-                    None
-                }
+                None => None,
             };
         }
     }
@@ -260,6 +257,9 @@ impl Sink for PulsarSink {
     async fn open(&mut self) -> Result<()> {
         let opened = async {
             if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce {
+                if self.txn_acks.is_none() && self.journal.is_none() {
+                    warn!(table = %self.spec.cfg.table, "exactly-once without a state directory: a transaction open when the process dies is found by nobody and holds the topic's readers back until 'transaction-timeout' ends it");
+                }
                 // Before the sink's producers exist: a stuck partition is unloaded, which makes every
                 // producer of it re-attach.
                 self.first_writes().await?;

@@ -1,0 +1,135 @@
+//! Exactly-once with a state directory that fills up (issue 48 §1): `datagen` → Pulsar, the state directory
+//! on a small tmpfs (the suite runs as root, as `.ci/run` does). Once it is full the job cannot journal its
+//! next transaction (ADR 0026) and fails naming the directory; it is SIGKILLed for good measure, space
+//! returns, and the restart from the last complete checkpoint ends with every id once and no transaction
+//! left open.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use pulsar_connect_tests::TestBroker;
+
+use super::exactly_once::copy_job;
+
+const ROWS: u64 = 10_000;
+
+struct Tmpfs(std::path::PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn mount_tmpfs(at: &std::path::Path) -> Result<Tmpfs> {
+    std::fs::create_dir_all(at)?;
+    let status = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(at)
+        .status()?;
+    ensure!(
+        status.success(),
+        "mounting a tmpfs at {} failed ({status}): this test needs root",
+        at.display()
+    );
+    Ok(Tmpfs(at.to_path_buf()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_through_a_full_state_directory_loses_nothing() -> Result<()> {
+    let broker = TestBroker::get();
+    let output = pulsar_connect_tests::unique_topic("full-state-dir-out");
+    broker.admin(
+        "PUT",
+        &format!("/admin/v2/{}", output.replace("://", "/")),
+        None,
+    )?;
+    let dir = tempfile::tempdir()?;
+    let disk = mount_tmpfs(&dir.path().join("disk"))?;
+    let (job, state, log) = (
+        dir.path().join("job.sql"),
+        disk.0.join("state"),
+        dir.path().join("job.log"),
+    );
+    std::fs::write(
+        &job,
+        format!(
+            "SET 'pipeline.name' = 'full-state-dir';
+SET 'execution.checkpointing.interval' = '300ms';
+CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '2000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '{}');
+CREATE TABLE dst (id BIGINT) WITH ('connector' = 'pulsar', 'topic' = '{output}',
+  'service-url' = '{}', 'format' = 'json', 'sink.semantic' = 'exactly-once',
+  'transaction-timeout' = '1h');
+INSERT INTO dst SELECT id FROM src;",
+            ROWS - 1,
+            broker.service_url
+        ),
+    )?;
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    let mut child = copy_job::spawn(&job, Some(&state), &log);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !log_text().contains("writing table=dst") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Fill the disk: the next journal write or checkpoint fails.
+    let filler = disk.0.join("filler");
+    if let Ok(mut f) = std::fs::File::create(&filler) {
+        use std::io::Write as _;
+        let block = vec![0u8; 4096];
+        while f.write_all(&block).and_then(|()| f.sync_all()).is_ok() {}
+    }
+    let full = Instant::now();
+    while matches!(child.try_wait(), Ok(None)) && full.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    child.kill().ok();
+    child.wait()?;
+    let text = log_text();
+    ensure!(
+        text.contains("No space left") && text.contains(&state.display().to_string()),
+        "with the state directory full the job says so, naming it:\n{text}"
+    );
+    std::fs::remove_file(&filler)?;
+    let mut child = copy_job::spawn(&job, Some(&state), &log);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().ok();
+            child.wait()?;
+            anyhow::bail!(
+                "the restarted job did not finish within 120 s:\n{}",
+                log_text()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    ensure!(
+        status.success(),
+        "the restarted job failed ({status}):\n{}",
+        log_text()
+    );
+    let counts =
+        copy_job::read_output_by(&broker, &output, ROWS as usize, |v| v["id"].as_u64()).await?;
+    let missing = (0..ROWS).filter(|i| !counts.contains_key(i)).count();
+    let twice = counts.values().filter(|&&n| n > 1).count();
+    ensure!(
+        missing == 0 && twice == 0,
+        "{missing} id(s) missing, {twice} more than once; log:\n{}",
+        log_text()
+    );
+    let open = broker
+        .wait_no_open_transactions(&output, 0, Duration::from_secs(10))
+        .await?;
+    ensure!(
+        open.by_partition.is_empty(),
+        "transactions left open on the output: {open:?}\n{}",
+        log_text()
+    );
+    Ok(())
+}
