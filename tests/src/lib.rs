@@ -145,6 +145,12 @@ impl TestBroker {
     /// when they arrive: a job that subscribes after a broker restart (its ledgers roll over then) finds
     /// the input written before it subscribed gone, and waits for input that never comes.
     pub fn retain_all(&self, topic: &str) -> Result<()> {
+        // A policy needs its topic: a missing one is created (non-partitioned); an existing one stays.
+        let _ = self.admin(
+            "PUT",
+            &format!("/admin/v2/persistent/{}", topic_path(topic)?),
+            None,
+        );
         self.set_topic_policy(
             topic,
             "retention",
