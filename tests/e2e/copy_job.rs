@@ -695,3 +695,46 @@ pub unsafe fn libc_kill(pid: i32) {
         libc_kill_raw(pid, 15);
     }
 }
+
+/// Runs the binary on `job` until it ends by itself (a bounded input), at most `within`; fails when it
+/// does not end in time or ends with an error (the log says why).
+pub async fn run_to_end(job: &Path, state: &Path, log: &Path, within: Duration) -> Result<()> {
+    let log_text = || std::fs::read_to_string(log).unwrap_or_default();
+    let mut child = spawn(job, Some(state), log);
+    let deadline = Instant::now() + within;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().ok();
+            child.wait()?;
+            anyhow::bail!("the run did not finish within {within:?}:\n{}", log_text());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    anyhow::ensure!(
+        status.success(),
+        "the run failed ({status}):\n{}",
+        log_text()
+    );
+    Ok(())
+}
+
+/// Every id `0..rows` exactly once in the json rows `{"id": ..}` of (non-partitioned) `output`.
+pub async fn assert_each_id_once(
+    broker: &TestBroker,
+    output: &str,
+    rows: u64,
+    log: &str,
+) -> Result<()> {
+    let counts = read_output_by(broker, output, rows as usize, |v| v["id"].as_u64()).await?;
+    let missing = (0..rows).filter(|i| !counts.contains_key(i)).count();
+    let twice = counts.values().filter(|&&n| n > 1).count();
+    anyhow::ensure!(
+        missing == 0 && twice == 0 && counts.len() == rows as usize,
+        "{missing} id(s) missing, {twice} more than once, {} distinct of {rows}; log:\n{log}",
+        counts.len()
+    );
+    Ok(())
+}

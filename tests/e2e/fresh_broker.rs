@@ -154,34 +154,8 @@ INSERT INTO dst SELECT id FROM src;",
                 log_text()
             );
         }
-        let mut child = copy_job::spawn(&job, Some(&state), &log);
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break status;
-            }
-            if Instant::now() > deadline {
-                child.kill().ok();
-                child.wait()?;
-                anyhow::bail!("the last run did not finish within 120 s:\n{}", log_text());
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
-        ensure!(
-            status.success(),
-            "the last run failed ({status}):\n{}",
-            log_text()
-        );
-        let counts =
-            copy_job::read_output_by(broker, &output, ROWS as usize, |v| v["id"].as_u64()).await?;
-        let missing = (0..ROWS).filter(|i| !counts.contains_key(i)).count();
-        let twice = counts.values().filter(|&&n| n > 1).count();
-        ensure!(
-            missing == 0 && twice == 0 && counts.len() == ROWS as usize,
-            "{missing} id(s) missing, {twice} more than once, {} distinct of {ROWS}; log:\n{}",
-            counts.len(),
-            log_text()
-        );
+        copy_job::run_to_end(&job, &state, &log, Duration::from_secs(120)).await?;
+        copy_job::assert_each_id_once(broker, &output, ROWS, &log_text()).await?;
         assert_nothing_left_open(&fresh, &output, 0, &log_text()).await?;
         eprintln!(
             "fresh-broker unlinked kill round {round}: every id once, nothing left open ({} transaction(s) a killed run left open were aborted by the next)",
