@@ -4,37 +4,15 @@
 //! returns, and the restart from the last complete checkpoint ends with every id once and no transaction
 //! left open.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
 use pulsar_connect_tests::TestBroker;
+use pulsar_connect_tests::tmpfs::Tmpfs;
 
 use super::exactly_once::copy_job;
 
 const ROWS: u64 = 10_000;
-
-struct Tmpfs(std::path::PathBuf);
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
-fn mount_tmpfs(at: &std::path::Path) -> Result<Tmpfs> {
-    std::fs::create_dir_all(at)?;
-    let status = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(at)
-        .status()?;
-    ensure!(
-        status.success(),
-        "mounting a tmpfs at {} failed ({status}): this test needs root",
-        at.display()
-    );
-    Ok(Tmpfs(at.to_path_buf()))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_once_through_a_full_state_directory_loses_nothing() -> Result<()> {
@@ -46,10 +24,10 @@ async fn exactly_once_through_a_full_state_directory_loses_nothing() -> Result<(
         None,
     )?;
     let dir = tempfile::tempdir()?;
-    let disk = mount_tmpfs(&dir.path().join("disk"))?;
+    let disk = Tmpfs::mount(&dir.path().join("disk"), "256k")?;
     let (job, state, log) = (
         dir.path().join("job.sql"),
-        disk.0.join("state"),
+        disk.path().join("state"),
         dir.path().join("job.log"),
     );
     std::fs::write(
@@ -75,12 +53,7 @@ INSERT INTO dst SELECT id FROM src;",
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // Fill the disk: the next journal write or checkpoint fails.
-    let filler = disk.0.join("filler");
-    if let Ok(mut f) = std::fs::File::create(&filler) {
-        use std::io::Write as _;
-        let block = vec![0u8; 4096];
-        while f.write_all(&block).and_then(|()| f.sync_all()).is_ok() {}
-    }
+    let filler = disk.fill();
     let full = Instant::now();
     while matches!(child.try_wait(), Ok(None)) && full.elapsed() < Duration::from_secs(20) {
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -9,44 +9,11 @@
 use crate::common;
 
 use std::process::{Command, Stdio};
+
+use pulsar_connect_tests::tmpfs::Tmpfs;
 use std::time::{Duration, Instant};
 
 const N: u64 = 40_000;
-
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &std::path::Path, size: &str) -> Tmpfs {
-        std::fs::create_dir_all(at).unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .status()
-            .expect("running mount");
-        assert!(
-            status.success(),
-            "mounting a {size} tmpfs at {} failed ({status}): this test needs root",
-            at.display()
-        );
-        Tmpfs(at.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
-/// Fills the filesystem of `dir` with one file, until it refuses more.
-fn fill(dir: &std::path::Path) -> std::path::PathBuf {
-    use std::io::Write as _;
-    let path = dir.join("filler");
-    let mut f = std::fs::File::create(&path).unwrap();
-    let block = vec![0u8; 4096];
-    while f.write_all(&block).and_then(|()| f.sync_all()).is_ok() {}
-    path
-}
 
 fn checkpoint_files(state: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(state.join("full-disk"))
@@ -59,25 +26,12 @@ fn checkpoint_files(state: &std::path::Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn remount(disk: &Tmpfs, mode: &str) {
-    let status = Command::new("mount")
-        .args(["-o", &format!("remount,{mode}")])
-        .arg(&disk.0)
-        .status()
-        .expect("running mount");
-    assert!(
-        status.success(),
-        "remounting {} {mode}: {status}",
-        disk.0.display()
-    );
-}
-
 #[test]
 fn a_full_state_directory_fails_checkpoints_naming_it_and_the_job_goes_on_when_space_returns() {
     let filler = std::cell::RefCell::new(None);
     unwritable_while_running(
         "No space left",
-        |disk| *filler.borrow_mut() = Some(fill(&disk.0)),
+        |disk| *filler.borrow_mut() = Some(disk.fill()),
         |_| std::fs::remove_file(filler.borrow_mut().take().unwrap()).unwrap(),
     );
 }
@@ -86,18 +40,18 @@ fn a_full_state_directory_fails_checkpoints_naming_it_and_the_job_goes_on_when_s
 fn a_state_directory_turned_read_only_fails_checkpoints_naming_it_and_the_job_goes_on_after() {
     unwritable_while_running(
         "Read-only file system",
-        |disk| remount(disk, "ro"),
-        |disk| remount(disk, "rw"),
+        |disk| disk.remount("ro").unwrap(),
+        |disk| disk.remount("rw").unwrap(),
     );
 }
 
 #[test]
 fn a_read_only_state_directory_fails_the_job_at_start_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let disk = Tmpfs::mount(&tmp.path().join("disk"), "256k");
-    let state = disk.0.join("state");
+    let disk = Tmpfs::mount(&tmp.path().join("disk"), "256k").unwrap();
+    let state = disk.path().join("state");
     std::fs::create_dir_all(&state).unwrap();
-    remount(&disk, "ro");
+    disk.remount("ro").unwrap();
     let job = tmp.path().join("job.sql");
     std::fs::write(
         &job,
@@ -134,8 +88,8 @@ fn unwritable_while_running(
     mut mend: impl FnMut(&Tmpfs),
 ) {
     let tmp = tempfile::tempdir().unwrap();
-    let disk = Tmpfs::mount(&tmp.path().join("disk"), "256k");
-    let state = disk.0.join("state");
+    let disk = Tmpfs::mount(&tmp.path().join("disk"), "256k").unwrap();
+    let state = disk.path().join("state");
     let job = tmp.path().join("job.sql");
     std::fs::write(
         &job,

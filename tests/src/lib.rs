@@ -7,6 +7,8 @@
 pub mod fresh_broker;
 pub mod guests;
 pub mod jobs;
+pub mod raw_chunks;
+pub mod tmpfs;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
