@@ -8,6 +8,7 @@ use tokio::sync::{Mutex, MutexGuard};
 mod exactly_once_broker_restart;
 mod fresh_broker;
 mod pulsar_broker_restart;
+mod soak;
 
 static RESTARTING: Mutex<()> = Mutex::const_new(());
 
