@@ -6,6 +6,7 @@
 //! cargo runs test binaries one after another, so no test of this binary sees the outage.
 //! Run one file's tests with `cargo test --release -p pulsar-connect-tests --test e2e pulsar_source::`.
 
+mod big_rows;
 mod changelog;
 mod exactly_once;
 mod failover;

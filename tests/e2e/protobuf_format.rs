@@ -33,7 +33,7 @@ fn interop(args: &[&str]) -> Result<Vec<serde_json::Value>> {
 
 /// Puts the golden descriptor set into the installed plugin's descriptors folder (where a job's
 /// `protobuf.descriptor-file` is looked up).
-fn install_descriptor_set() -> Result<()> {
+pub(crate) fn install_descriptor_set() -> Result<()> {
     let folder = plugin_dir().join("protobuf/descriptors");
     anyhow::ensure!(
         folder.is_dir(),

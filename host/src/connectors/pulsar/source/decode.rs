@@ -154,6 +154,36 @@ impl DecodeJob {
         )
     }
 
+    /// Which messages a failed decode call had: the batch's first and last message id, and its largest
+    /// message (a memory limit is usually crossed by that one).
+    fn batch_context(&self) -> String {
+        let (Some(first), Some(last)) = (self.msgs.first(), self.msgs.last()) else {
+            return format!("no messages of {}", self.split.topic);
+        };
+        let largest = self
+            .msgs
+            .iter()
+            .max_by_key(|m| m.payload.len())
+            .unwrap_or(first);
+        let range = if self.msgs.len() == 1 {
+            format!("message {}", format_message_id(&first.message_id))
+        } else {
+            format!(
+                "{} messages {} to {}",
+                self.msgs.len(),
+                format_message_id(&first.message_id),
+                format_message_id(&last.message_id)
+            )
+        };
+        format!(
+            "{range} of {} (partition {}), the largest {} of {} bytes",
+            self.split.topic,
+            self.split.partition,
+            format_message_id(&largest.message_id),
+            largest.payload.len()
+        )
+    }
+
     fn decode(&self, decoders: &mut Decoders) -> Result<Decoded> {
         let n = self.msgs.len();
         // An upsert table's tombstones (no value, or an empty one) are deletes of their key: they go to no
@@ -182,7 +212,7 @@ impl DecodeJob {
         let value_decoded = decoders
             .value
             .decode(values.finish(false))
-            .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
+            .map_err(|e| anyhow!("table '{}': {e} ({})", self.table, self.batch_context()))?;
         let mut bad = vec![false; n];
         for e in &value_decoded.errors {
             let i = valued[e.index as usize];
@@ -218,7 +248,7 @@ impl DecodeJob {
             }
             let decoded = decoder
                 .decode(keys.finish(false))
-                .map_err(|e| anyhow!("table '{}': {e}", self.table))?;
+                .map_err(|e| anyhow!("table '{}': {e} ({})", self.table, self.batch_context()))?;
             let mut failed = vec![false; keyed.len()];
             for e in &decoded.errors {
                 let i = keyed[e.index as usize];
