@@ -208,3 +208,46 @@ INSERT INTO dst SELECT id, repeat('x', n) FROM (VALUES (1, 10), (2, {BIG})) AS t
     }
     Ok(())
 }
+
+/// A compressible row of 12 MB compresses far below the broker's limit and goes whole (no chunking
+/// asked): our source reads it back (issue 48 §2: it refused an uncompressed size above 5 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressible_row_above_5_mib_is_sent_whole_and_read_back() -> Result<()> {
+    let broker = TestBroker::get();
+    let topic = unique_topic("big-compressible");
+    let writer = RunningJob::start(
+        &(table(
+            "w",
+            &topic,
+            "json",
+            ", 'pulsar.producer.compressionType' = 'LZ4'",
+            &broker,
+        ) + "INSERT INTO w SELECT id, repeat('x', n) FROM (VALUES (1, 12000000), (2, 10)) AS t(id, n);"),
+        None,
+    )
+    .await?;
+    tokio::time::timeout(WAIT, async {
+        while !writer.is_finished() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await?;
+    writer.stop().await?;
+    let reader = RunningJob::start(
+        &(table(
+            "r",
+            &topic,
+            "json",
+            ", 'scan.startup.mode' = 'earliest'",
+            &broker,
+        ) + "CREATE TABLE out (id INT, n INT) WITH ('connector' = 'collect');
+INSERT INTO out SELECT id, CHAR_LENGTH(payload) FROM r;"),
+        None,
+    )
+    .await?;
+    let got = reader.wait_rows(2, WAIT).await;
+    let (_, rows) = reader.stop().await?;
+    got?;
+    assert_eq!(rows, vec!["+I[1, 12000000]", "+I[2, 10]"]);
+    Ok(())
+}

@@ -9,10 +9,11 @@
       ZSTD producer; the client sets keys as text (it has no `keyBytes`). Prints each as written.
   interop.py produce-one SERVICE_URL TOPIC
       Writes one message through a batching producer (an entry holding a batch of one) and prints it.
-  interop.py produce-big SERVICE_URL TOPIC SIZES_JSON
+  interop.py produce-big SERVICE_URL TOPIC SIZES_JSON [COMPRESSION]
       Writes one json message `{"id": i, "payload": "xx..."}` per size of SIZES_JSON (the payload string
       that long) through a producer with chunking on and batching off, so a message above the broker's
-      `maxMessageSize` goes in chunks. Prints each with its id (`chunked`: it went in several).
+      `maxMessageSize` goes in chunks. Prints each with its id (`chunked`: it went in several). With
+      COMPRESSION (LZ4, ZLIB, ZSTD, SNAPPY) the producer compresses and the payloads are random hex.
   interop.py consume-sizes SERVICE_URL TOPIC COUNT TIMEOUT_SECONDS
       Reads COUNT json messages `{"id": .., "payload": ..}` from the earliest position through an
       Exclusive subscription (chunked messages arrive whole) and prints each one's id, payload length
@@ -24,6 +25,7 @@
 
 import base64
 import json
+import os
 import sys
 import time
 
@@ -121,11 +123,16 @@ def produce_one(service_url, topic):
     client.close()
 
 
-def produce_big(service_url, topic, sizes):
+def produce_big(service_url, topic, sizes, compression=None):
     client = pulsar.Client(service_url, logger=LOGGER)
-    producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False)
+    kwargs = {}
+    if compression:
+        kwargs["compression_type"] = getattr(pulsar.CompressionType, compression)
+    producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False, **kwargs)
     for i, size in enumerate(sizes):
-        msg_id = producer.send(json.dumps({"id": i, "payload": "x" * size}).encode())
+        # Compressed: random hex digits, which compress to about half, so a big one still needs chunks.
+        text = os.urandom(size // 2 + 1).hex()[:size] if compression else "x" * size
+        msg_id = producer.send(json.dumps({"id": i, "payload": text}).encode())
         emit({"id": i, "size": size, "message_id": str(msg_id), "chunked": ";" in str(msg_id)})
     producer.close()
     client.close()
@@ -177,7 +184,8 @@ if __name__ == "__main__":
     elif cmd == "produce-one":
         produce_one(sys.argv[2], sys.argv[3])
     elif cmd == "produce-big":
-        produce_big(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
+        produce_big(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]),
+                    sys.argv[5] if len(sys.argv) > 5 else None)
     elif cmd == "consume-sizes":
         consume_sizes(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     elif cmd == "consume":

@@ -25,6 +25,13 @@ use magnetar_proto::types::CompressionKind;
 /// `MAX_INFLATE_RATIO × uncompressed_size` to defuse decompression bombs.
 const MAX_INFLATE_RATIO: usize = 4;
 
+/// pulsar-connect patch 6: ceiling on a message's `uncompressed_size`. It was the 5 MiB frame ceiling,
+/// but only the *compressed* payload is bounded by the broker's `maxMessageSize` (Java's consumer checks
+/// that one, and for a reassembled chunked message nothing): a compressed chunked message, or a
+/// compressible message of more than 5 MiB, was refused with "uncompressed_size ... exceeds frame
+/// ceiling" and stopped its reader. Still a bound before allocating, against a lying header.
+pub const MAX_UNCOMPRESSED_SIZE: usize = 512 << 20;
+
 /// Errors that can occur during compress/decompress.
 #[derive(Debug, thiserror::Error)]
 pub enum CompressionError {
@@ -43,17 +50,15 @@ pub enum CompressionError {
     /// Decompressed size deviates from the broker-stamped `uncompressed_size`.
     #[error("decompressed size mismatch: got {got}, expected {expected}")]
     SizeMismatch { got: usize, expected: usize },
-    /// Broker-supplied `uncompressed_size` exceeds the per-frame ceiling. A peer
-    /// can otherwise drive an arbitrarily large `Vec::with_capacity` through
-    /// the `expires_in`-style allocation hint and exhaust the process heap
-    /// without ever producing a real frame. Capped at
-    /// [`magnetar_proto::MAX_FRAME_SIZE`] (5 MiB), matching the wire ceiling
-    /// the frame codec already enforces on the outer length.
-    #[error("uncompressed_size {got} exceeds frame ceiling {ceiling}")]
+    /// Broker-supplied `uncompressed_size` exceeds [`MAX_UNCOMPRESSED_SIZE`], or a codec's
+    /// output would run past the announced size. A peer can otherwise drive an arbitrarily
+    /// large `Vec::with_capacity` and exhaust the process heap without ever producing a real
+    /// frame.
+    #[error("uncompressed size {got} exceeds the ceiling {ceiling}")]
     UncompressedSizeTooLarge {
         /// Broker-advertised uncompressed size.
         got: usize,
-        /// Per-frame ceiling — currently [`magnetar_proto::MAX_FRAME_SIZE`].
+        /// [`MAX_UNCOMPRESSED_SIZE`], or the announced size for a codec's output.
         ceiling: usize,
     },
 }
@@ -136,13 +141,15 @@ pub fn decompress(
     // the process heap, never producing a real frame. The outer wire codec
     // already rejects frames larger than `MAX_FRAME_SIZE`; cap the inflated
     // payload at the same ceiling.
-    if uncompressed_size > magnetar_proto::MAX_FRAME_SIZE {
+    if uncompressed_size > MAX_UNCOMPRESSED_SIZE {
         return Err(CompressionError::UncompressedSizeTooLarge {
             got: uncompressed_size,
-            ceiling: magnetar_proto::MAX_FRAME_SIZE,
+            ceiling: MAX_UNCOMPRESSED_SIZE,
         });
     }
-    let ceiling = magnetar_proto::MAX_FRAME_SIZE;
+    // The output must come out at exactly `uncompressed_size` (`verify_size`): no codec is let
+    // past it (+ 1 below tells "exactly" from "more").
+    let ceiling = uncompressed_size;
     let bound = uncompressed_size.saturating_mul(MAX_INFLATE_RATIO).max(64);
     match kind {
         CompressionKind::None => Ok(Bytes::copy_from_slice(ciphertext)),
@@ -329,7 +336,7 @@ mod tests {
         match err {
             super::CompressionError::UncompressedSizeTooLarge { got, ceiling } => {
                 assert_eq!(got, huge);
-                assert_eq!(ceiling, magnetar_proto::MAX_FRAME_SIZE);
+                assert_eq!(ceiling, super::MAX_UNCOMPRESSED_SIZE);
             }
             other => panic!("expected UncompressedSizeTooLarge, got {other:?}"),
         }
@@ -337,7 +344,7 @@ mod tests {
         // The cap applies uniformly across codecs — Zstd / LZ4 / Snappy must
         // not be a bypass route. `uncompressed_size = MAX_FRAME_SIZE + 1` is
         // the smallest over-cap value; using it locks the boundary check.
-        let over = magnetar_proto::MAX_FRAME_SIZE + 1;
+        let over = super::MAX_UNCOMPRESSED_SIZE + 1;
         for kind in [
             CompressionKind::Zlib,
             CompressionKind::Zstd,
@@ -409,7 +416,7 @@ mod tests {
                     got > ceiling,
                     "over-cap branch fired with got={got} ceiling={ceiling}"
                 );
-                assert_eq!(ceiling, magnetar_proto::MAX_FRAME_SIZE);
+                assert_eq!(ceiling, lying);
             }
             super::CompressionError::SizeMismatch {
                 got: _,
