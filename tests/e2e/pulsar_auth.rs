@@ -442,6 +442,7 @@ const CLIENT_ID: &str = "pulsar-connect-test";
 const CLIENT_SECRET: &str = "Cl13nt-S3cret-value";
 
 fn key_file(issuer: &str, secret: &str) -> Result<tempfile::NamedTempFile> {
+    pulsar_connect_tests::secret(secret);
     let f = tempfile::NamedTempFile::new()?;
     std::fs::write(
         f.path(),
@@ -570,7 +571,7 @@ fn validate_prints_no_client_secret_and_no_token() -> Result<()> {
     let key = dir.path().join("key.json");
     std::fs::write(
         &key,
-        serde_json::json!({"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}).to_string(),
+        serde_json::json!({"client_id": CLIENT_ID, "client_secret": pulsar_connect_tests::secret(CLIENT_SECRET)}).to_string(),
     )?;
     let ca = dir.path().join("ca.pem");
     std::fs::write(

@@ -102,6 +102,7 @@ fn validate_prints_the_plan_and_exit_codes() {
             && text.contains("OK: 2 table(s), 1 INSERT(s)"),
         "{text}"
     );
+    pulsar_connect_tests::secret("topic token");
     let seed = Command::new(common::binary())
         .arg("--plugin-dir")
         .arg(root.join("plugins"))

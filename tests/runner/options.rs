@@ -162,6 +162,9 @@ async fn all_table_errors_are_reported_together() {
 #[tokio::test]
 async fn secrets_are_redacted_in_validate_output() {
     let (r, _) = common::registry();
+    for s in ["SECRET1", "SECRET2", "SECRET3"] {
+        pulsar_connect_tests::secret(s);
+    }
     let job = pulsar_connect::job::load_text(
         &fake("'service-url' = 'x', 'auth-params' = 'token:SECRET1', 'properties.auth-params' = 'token:SECRET2', 'properties.password' = 'SECRET3'"),
         &r,

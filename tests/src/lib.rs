@@ -7,6 +7,7 @@
 pub mod fresh_broker;
 pub mod guests;
 pub mod jobs;
+mod kept_output;
 pub mod raw_chunks;
 pub mod tmpfs;
 
@@ -33,12 +34,35 @@ const HOW_TO_START: &str = "start one with `cargo xtask broker start` (or run th
 
 /// With `RUST_LOG` set, the tests' own log lines (the client's, the runtime's) go to stderr, shown for
 /// a failing test (`RUST_LOG=magnetar_proto::entry_flow=debug cargo xtask test -- --test e2e ...`).
+///
+/// Under the suite's secrets scan (`cargo xtask test`) and without `RUST_LOG`, the jobs a test runs in
+/// its own process log at the binary's default level into the scan's folder, so their logs are
+/// scanned as the binary's are.
 pub fn init_test_logs() {
     if std::env::var_os("RUST_LOG").is_some() {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
+    } else if let Some(dir) = std::env::var_os(xtask::secrets_scan::ENV) {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            let path = std::path::Path::new(&dir).join(format!(
+                "{}{}.in-process",
+                xtask::secrets_scan::OUTPUT_PREFIX,
+                std::process::id()
+            ));
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap_or_else(|e| panic!("opening {}: {e}", path.display()));
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(file))
+                .try_init();
+        });
     }
 }
 
@@ -310,7 +334,17 @@ pub fn binary() -> std::path::PathBuf {
         "{} not found: run `cargo build --release -p pulsar-connect` first (or set PULSAR_CONNECT_BIN)",
         p.display()
     );
-    p
+    match std::env::var_os(xtask::secrets_scan::ENV) {
+        Some(dir) => kept_output::wrapper(std::path::Path::new(&dir), &p),
+        None => p,
+    }
+}
+
+/// Registers a secret a test hands to the binary: the suite's secrets scan (`cargo xtask test`) fails
+/// when it appears in any of the binary's outputs.
+pub fn secret(s: &str) -> &str {
+    xtask::secrets_scan::register(s);
+    s
 }
 
 /// `tenant/ns/name` of a `persistent://tenant/ns/name` topic (as the admin REST paths take it).

@@ -6,3 +6,4 @@ pub mod broker;
 pub mod chromium;
 pub mod paths;
 pub mod python;
+pub mod secrets_scan;

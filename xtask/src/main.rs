@@ -5,7 +5,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use xtask::broker::{self, BrokerInfo, Profile, StartOptions};
-use xtask::{paths, python};
+use xtask::{paths, python, secrets_scan};
 
 mod bench;
 mod build_plugins;
@@ -228,19 +228,49 @@ fn test(args: TestArgs) -> Result<ExitCode> {
         bail!("building pulsar-connect failed ({built})");
     }
     let started = ensure_broker()?;
+    let logs = secrets_scan::fresh_dir()?;
     let status = cargo()
         .current_dir(paths::workspace_root())
         .args(["test", "--release", "--workspace"])
         .args(&args.cargo_args)
         .env("PULSAR_CONNECT_PYTHON", &python)
+        .env(secrets_scan::ENV, &logs)
         .status()
         .context("running cargo test");
     if started {
         broker::stop(Profile::Default)?;
     }
     let status = status?;
+    let scanned = scan_for_secrets(&logs)?;
     if !status.success() {
         bail!("cargo test failed ({status})");
     }
+    scanned?;
+    let _ = std::fs::remove_dir_all(&logs);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Scans the binary's outputs of a `cargo test` run for the suite's secrets (`xtask::secrets_scan`):
+/// the outer error is the scan's own failure, the inner one its findings (the folder is kept then).
+fn scan_for_secrets(logs: &std::path::Path) -> Result<Result<()>> {
+    let secrets = secrets_scan::secrets(logs)?;
+    let report = secrets_scan::scan(logs, &secrets)?;
+    println!(
+        "secrets scan: {} output(s) of the binary, {} KiB, {} secret(s) and the JWT / PEM patterns: {} finding(s)",
+        report.files,
+        report.bytes / 1024,
+        report.secrets,
+        report.findings.len()
+    );
+    if report.findings.is_empty() {
+        return Ok(Ok(()));
+    }
+    for f in &report.findings {
+        println!("  {f}");
+    }
+    Ok(Err(anyhow::anyhow!(
+        "{} secret(s) in the binary's outputs (kept in {})",
+        report.findings.len(),
+        logs.display()
+    )))
 }
