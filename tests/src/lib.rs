@@ -4,6 +4,7 @@
 //! started by `cargo xtask broker start`. A test that needs a broker and finds none fails with a message
 //! saying how to start one; it never passes silently.
 
+pub mod fault_proxy;
 pub mod fresh_broker;
 pub mod guests;
 pub mod jobs;
