@@ -15,6 +15,7 @@ mod full_state_dir;
 mod hot_reload;
 mod key_formats;
 mod linked_acks;
+mod network_faults;
 mod parallel;
 mod protobuf_format;
 mod pulsar_auth;
