@@ -190,6 +190,17 @@ SET 'restart-strategy.fixed-delay.delay' = '1s';",
         lost.len(),
         report.join("\n  ")
     );
+    // A run that gave up said which operation failed and at which broker.
+    for line in job
+        .log_text()
+        .lines()
+        .filter(|l| l.contains("committing the transaction"))
+    {
+        ensure!(
+            line.contains(&format!("at {}", proxy.service_url())),
+            "the failed commit does not name the broker: {line}"
+        );
+    }
     ensure!(
         stats.connections >= 2,
         "the job's connections did not cross the proxy: {stats:?}"

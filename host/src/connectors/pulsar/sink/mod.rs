@@ -420,6 +420,7 @@ impl Sink for PulsarSink {
             codecs.checkpoint_completed();
         }
         let table = self.spec.cfg.table.clone();
+        let broker = self.spec.cfg.client.service_url.clone();
         while self.pending.front().is_some_and(|(cid, _)| *cid <= id) {
             let Some((cid, txn)) = self.pending.pop_front() else {
                 break;
@@ -429,7 +430,7 @@ impl Sink for PulsarSink {
             };
             run.client.commit_transaction(txn).await.map_err(|e| {
                 anyhow!(
-                    "table '{table}': committing the transaction {} of checkpoint {cid}: {e} (a restart from the checkpoint commits it)",
+                    "table '{table}': committing the transaction {} of checkpoint {cid} at {broker}: {e} (a restart from the checkpoint commits it)",
                     TxnRef(txn.id())
                 )
             })?;
