@@ -36,11 +36,12 @@ impl PulsarSink {
     /// acknowledges the source's positions of checkpoint `id` in the current transaction.
     pub(super) async fn ack_source_in_txn(&mut self, acks: &TxnAcks, id: u64) -> Result<()> {
         let table = self.spec.cfg.table.clone();
+        let broker = self.spec.cfg.client.service_url.clone();
         while let Some((cid, txn)) = self.pending.pop_front() {
             let run = self.running().await?;
             run.client.commit_transaction(txn).await.map_err(|e| {
                 anyhow!(
-                    "table '{table}': committing the transaction {} of checkpoint {cid}: {e}",
+                    "table '{table}': committing the transaction {} of checkpoint {cid} at {broker}: {e}",
                     TxnRef(txn.id())
                 )
             })?;
