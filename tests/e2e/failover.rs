@@ -36,6 +36,76 @@ fn most_owned(log: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Per partition of `input`, its subscription as the broker sees it: backlog, the active consumer and
+/// each consumer's permits and unacknowledged messages.
+fn subscription_report(broker: &TestBroker, input: &str) -> String {
+    let path = input.strip_prefix("persistent://").unwrap_or(input);
+    let stats = match broker.admin(
+        "GET",
+        &format!("/admin/v2/persistent/{path}/partitioned-stats?perPartition=true"),
+        None,
+    ) {
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text).unwrap_or_default(),
+        Err(e) => return format!("(no stats: {e:#})"),
+    };
+    let mut out = Vec::new();
+    if let Some(partitions) = stats["partitions"].as_object() {
+        for (name, p) in partitions {
+            let Some(subs) = p["subscriptions"].as_object() else {
+                continue;
+            };
+            for (sub, s) in subs {
+                let consumers: Vec<String> = s["consumers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        format!(
+                            "{} (permits {}, unacked {}, out {})",
+                            c["consumerName"].as_str().unwrap_or("?"),
+                            c["availablePermits"],
+                            c["unackedMessages"],
+                            c["msgOutCounter"]
+                        )
+                    })
+                    .collect();
+                // A partition that stands still: what the broker's cursor and dispatcher say of it.
+                let cursor = if s["msgBacklog"].as_u64().unwrap_or(0) > 0 {
+                    let partition = name.strip_prefix("persistent://").unwrap_or(name);
+                    broker
+                        .admin(
+                            "GET",
+                            &format!("/admin/v2/persistent/{partition}/internalStats"),
+                            None,
+                        )
+                        .ok()
+                        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                        .map(|v| {
+                            let c = &v["cursors"][sub.as_str()];
+                            format!(
+                                "; cursor mark-delete {} read {} waitingReadOp {} pendingReadOps {} havePendingRead {}; ledger LAC {}",
+                                c["markDeletePosition"],
+                                c["readPosition"],
+                                c["waitingReadOp"],
+                                c["pendingReadOps"],
+                                c["subscriptionHavePendingRead"],
+                                v["lastConfirmedEntry"]
+                            )
+                        })
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                };
+                out.push(format!(
+                    "{name} {sub}: backlog {}, active {}, consumers {consumers:?}{cursor}",
+                    s["msgBacklog"], s["activeConsumerName"]
+                ));
+            }
+        }
+    }
+    out.join("\n")
+}
+
 /// Waits until the process logging to `log` has read at least one split.
 async fn wait_owning(log: &Path, what: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -132,6 +202,9 @@ INSERT INTO dst SELECT seq, payload FROM src;",
     feeder.await??;
 
     let counts = read_output(&broker, &output, total as usize).await?;
+    // Taken while the processes still run: whether a partition short of rows stood still (a backlog, and
+    // to whom the broker dispatches it) or moved on past them (no backlog: acknowledged, never written).
+    let input_stats = subscription_report(&broker, &input);
     let logs: Vec<(usize, String)> = procs
         .iter()
         .map(|(_, log)| {
@@ -158,7 +231,7 @@ INSERT INTO dst SELECT seq, payload FROM src;",
     );
     assert!(
         lost.is_empty() && strays.is_empty() && (!exactly_once || duplicates == 0),
-        "{} rows missing from the output (first 20: {:?}), {} not in the input, {duplicates} written twice; logs:\n{}",
+        "{} rows missing from the output (first 20: {:?}), {} not in the input, {duplicates} written twice; the input's subscription per partition:\n{input_stats}\nlogs:\n{}",
         lost.len(),
         lost.iter().take(20).collect::<Vec<_>>(),
         strays.len(),

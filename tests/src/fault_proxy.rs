@@ -61,6 +61,8 @@ pub struct Stats {
     /// Of those, the ones that hit a connection with traffic in the second before (or armed on a
     /// command in flight).
     pub faults_on_live_traffic: u64,
+    /// `SEND` commands forwarded to the broker (messages or batches a producer wrote).
+    pub sends: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +97,7 @@ struct Shared {
     to_client: AtomicU64,
     faults: AtomicU64,
     faults_live: AtomicU64,
+    sends: AtomicU64,
     /// Bytes per second per direction and connection; 0: no cap.
     bandwidth: AtomicU64,
 }
@@ -130,6 +133,7 @@ impl FaultProxy {
             to_client: AtomicU64::new(0),
             faults: AtomicU64::new(0),
             faults_live: AtomicU64::new(0),
+            sends: AtomicU64::new(0),
             bandwidth: AtomicU64::new(0),
         });
         let accept = tokio::spawn({
@@ -204,6 +208,20 @@ impl FaultProxy {
         self.shared.armed.lock().unwrap().len()
     }
 
+    /// How many open connections had traffic in the last second.
+    pub fn live_connections(&self) -> usize {
+        self.shared
+            .conns
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| {
+                c.open.load(Ordering::Relaxed)
+                    && c.last_traffic.lock().unwrap().elapsed() < Duration::from_secs(1)
+            })
+            .count()
+    }
+
     /// Caps every connection at `bytes_per_second` each way (`None`: no cap).
     pub fn set_bandwidth(&self, bytes_per_second: Option<u64>) {
         self.shared
@@ -219,6 +237,7 @@ impl FaultProxy {
             bytes_to_client: s.to_client.load(Ordering::Relaxed),
             faults: s.faults.load(Ordering::Relaxed),
             faults_on_live_traffic: s.faults_live.load(Ordering::Relaxed),
+            sends: s.sends.load(Ordering::Relaxed),
         }
     }
 }
@@ -337,7 +356,9 @@ async fn pump(
         let data = &buf[..n];
         if to_broker {
             let mut after = None;
-            for kind in sniffer.feed(data) {
+            let kinds = sniffer.feed(data);
+            let sends = kinds.iter().filter(|k| **k == Type::Send as i32).count() as u64;
+            for kind in kinds {
                 conn.commands.lock().unwrap().insert(kind);
                 let mut armed = shared.armed.lock().unwrap();
                 if let Some(i) = armed.iter().position(|a| a.on as i32 == kind) {
@@ -362,6 +383,7 @@ async fn pump(
                 return;
             }
             shared.to_broker.fetch_add(n as u64, Ordering::Relaxed);
+            shared.sends.fetch_add(sends, Ordering::Relaxed);
             if let Some(fault) = after {
                 apply(&shared, &conn, fault, true);
             }
@@ -579,6 +601,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(got.len(), 50_000);
+        assert_eq!(proxy.live_connections(), 1);
         // 50 kB at 100 kB/s: half a second (the echo comes back in step, capped the same).
         assert!(
             started.elapsed() >= Duration::from_millis(450),

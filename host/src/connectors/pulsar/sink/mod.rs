@@ -420,7 +420,6 @@ impl Sink for PulsarSink {
             codecs.checkpoint_completed();
         }
         let table = self.spec.cfg.table.clone();
-        let broker = self.spec.cfg.client.service_url.clone();
         while self.pending.front().is_some_and(|(cid, _)| *cid <= id) {
             let Some((cid, txn)) = self.pending.pop_front() else {
                 break;
@@ -428,12 +427,8 @@ impl Sink for PulsarSink {
             let Some(run) = self.running.as_ref() else {
                 break;
             };
-            run.client.commit_transaction(txn).await.map_err(|e| {
-                anyhow!(
-                    "table '{table}': committing the transaction {} of checkpoint {cid} at {broker}: {e} (a restart from the checkpoint commits it)",
-                    TxnRef(txn.id())
-                )
-            })?;
+            txn::commit_checkpoint_txn(&table, &self.spec.cfg.client, &run.client, txn, cid)
+                .await?;
         }
         Ok(())
     }

@@ -30,21 +30,78 @@ pub struct TxnState {
     pub abort: Option<String>,
 }
 
+/// How long a checkpoint's commit is retried in place, after a failure the coordinator did not answer
+/// (the connection cut before or after it got the END_TXN, a timeout), before the run fails (a restart
+/// from the checkpoint then commits it).
+const COMMIT_RETRY: Duration = Duration::from_secs(30);
+
+/// Commits `txn`, the transaction checkpoint `cid` pre-committed, for table `table`. A failure that is not
+/// the coordinator's answer is retried through a new connection to the coordinator (the client's own may be
+/// the one that broke) for up to [`COMMIT_RETRY`]: the transaction may still be open (the END_TXN never
+/// arrived) or committed already (its answer was lost). A retry that finds it ended takes it as committed
+/// by the attempt that was cut, as a restart from the checkpoint would (a transaction is aborted only past
+/// its timeout, which the configuration keeps above the checkpoint interval).
+pub(super) async fn commit_checkpoint_txn(
+    table: &str,
+    cfg: &crate::pulsar::client::ClientConfig,
+    client: &magnetar::PulsarClient,
+    txn: Transaction,
+    cid: u64,
+) -> Result<()> {
+    let id = TxnRef(txn.id());
+    let broker = &cfg.service_url;
+    let first = match client.commit_transaction(txn).await {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    if crate::pulsar::errors::classify(&first) != Failure::Other {
+        return Err(anyhow!(
+            "table '{table}': committing the transaction {id} of checkpoint {cid} at {broker}: {first}"
+        ));
+    }
+    warn!(table = %table, txn = %id, checkpoint = cid, broker = %broker, "committing the checkpoint's transaction failed: {first}; retrying through a new connection to the coordinator");
+    let deadline = tokio::time::Instant::now() + COMMIT_RETRY;
+    let mut pause = Duration::from_millis(200);
+    loop {
+        let attempt = async {
+            let tc = TxnCoordinator::connect(cfg).await?;
+            let outcome = tc.commit(id).await;
+            tc.close().await;
+            outcome
+        };
+        let last = match tokio::time::timeout_at(deadline, attempt).await {
+            Ok(Ok(EndOutcome::Done)) => {
+                info!(table = %table, txn = %id, checkpoint = cid, "committed the checkpoint's transaction on a retry");
+                return Ok(());
+            }
+            Ok(Ok(EndOutcome::Unknown(why))) => {
+                info!(table = %table, txn = %id, checkpoint = cid, "the checkpoint's transaction is already ended: the cut attempt committed it ({why})");
+                return Ok(());
+            }
+            Ok(Err(e)) => format!("{e:#}"),
+            Err(_) => format!("no answer within {} s", COMMIT_RETRY.as_secs()),
+        };
+        if tokio::time::Instant::now() + pause >= deadline {
+            return Err(anyhow!(
+                "table '{table}': committing the transaction {id} of checkpoint {cid} at {broker}: {first}; retried for {} s: {last} (a restart from the checkpoint commits it)",
+                COMMIT_RETRY.as_secs()
+            ));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(3));
+    }
+}
+
 impl PulsarSink {
     /// Linked: commits every pre-committed transaction still open (their checkpoints timed out; the
     /// subscription's cursor moves with them, so committing early keeps output and input together), then
     /// acknowledges the source's positions of checkpoint `id` in the current transaction.
     pub(super) async fn ack_source_in_txn(&mut self, acks: &TxnAcks, id: u64) -> Result<()> {
         let table = self.spec.cfg.table.clone();
-        let broker = self.spec.cfg.client.service_url.clone();
+        let cfg = self.spec.cfg.clone();
         while let Some((cid, txn)) = self.pending.pop_front() {
             let run = self.running().await?;
-            run.client.commit_transaction(txn).await.map_err(|e| {
-                anyhow!(
-                    "table '{table}': committing the transaction {} of checkpoint {cid} at {broker}: {e}",
-                    TxnRef(txn.id())
-                )
-            })?;
+            commit_checkpoint_txn(&table, &cfg.client, &run.client, txn, cid).await?;
         }
         let positions = acks.take(id);
         if positions.is_empty() {
