@@ -232,8 +232,8 @@ pub struct CopyJob {
     pub broker: TestBroker,
     pub input: String,
     pub output: String,
-    job: PathBuf,
-    state: PathBuf,
+    pub job: PathBuf,
+    pub state: PathBuf,
     /// Runs without the state directory (restarts from scratch).
     pub stateless: bool,
     /// Partitions of the input topic (0: not partitioned).

@@ -90,7 +90,8 @@ impl PulsarSource {
             self.forget_committed(id);
             return Ok(());
         }
-        if self.spec.cfg.source.subscription_kind.dispatches_messages() {
+        let kind = self.spec.cfg.source.subscription_kind;
+        if kind.dispatches_messages() || kind == crate::pulsar::reader::SubscriptionKind::Failover {
             return self.ack_completed_entries(id).await;
         }
         let Stage::Running(run) = &self.stage else {
@@ -104,7 +105,10 @@ impl PulsarSource {
             let mut attempt = 0;
             loop {
                 match reader.commit(cp).await {
-                    Ok(()) => break,
+                    Ok(()) => {
+                        tracing::debug!(split = %reader.split().topic, checkpoint = id, through = ?cp.commit_through, active = ?reader.is_active(), "committed the checkpoint's position to the subscription");
+                        break;
+                    }
                     Err(e) if attempt < retries => {
                         attempt += 1;
                         warn!(split = %reader.split().topic, attempt, "commit failed, retrying: {e:#}");
@@ -139,9 +143,11 @@ impl PulsarSource {
         }
     }
 
-    /// A subscription dispatching to several consumers: acknowledges, one by one, the entries returned
-    /// before checkpoint `id` (and before every earlier one not completed). A failed acknowledgement
-    /// only means the broker sends those messages again (to this process or another).
+    /// A subscription dispatching to several consumers, or a Failover one (see
+    /// `connect::hands_out_whole_entries`): acknowledges, one by one, the entries returned before
+    /// checkpoint `id` (and before every earlier one not completed); the readers that remember what they
+    /// handed out forget them. A failed acknowledgement only means the broker sends those messages again
+    /// (to this process or another).
     async fn ack_completed_entries(&mut self, id: u64) -> Result<()> {
         let mut due: BTreeMap<String, Vec<magnetar::MessageId>> = BTreeMap::new();
         while self.individual.front().is_some_and(|(sid, _)| *sid <= id) {
@@ -151,16 +157,20 @@ impl PulsarSource {
                 }
             }
         }
-        let Stage::Running(run) = &self.stage else {
+        let Stage::Running(run) = &mut self.stage else {
             return Ok(());
         };
-        for reader in run.splits.readers() {
+        for reader in run.splits.readers_mut() {
             let Some(entries) = due.remove(&reader.key()) else {
                 continue;
             };
             let n = entries.len();
-            if let Err(e) = reader.consumer().ack_batch(entries).await {
-                warn!(split = %reader.split().topic, "acknowledging the {n} entries of checkpoint {id} failed (the broker sends them again): {e}");
+            match reader.consumer().ack_batch(entries.clone()).await {
+                // Acknowledged for good: the broker does not send them again.
+                Ok(_) => reader.forget(&entries),
+                Err(e) => {
+                    warn!(split = %reader.split().topic, "acknowledging the {n} entries of checkpoint {id} failed (the broker sends them again): {e}")
+                }
             }
         }
         Ok(())

@@ -54,6 +54,11 @@ use decode::{DecodeJob, Decoded, Decoders};
 /// How long one receive waits before the poll returns (so discovery and barriers get their turn).
 const RECEIVE_WAIT: Duration = Duration::from_millis(200);
 
+/// Failover: how long after a split became this process's its reader asks the broker to dispatch again
+/// what no one acknowledged (past the broker's own failover delay, `activeConsumerFailoverDelayTimeMillis`,
+/// 1 s by default, after which it rewinds the cursor itself when all goes well).
+const ACTIVATION_REWIND: Duration = Duration::from_secs(3);
+
 /// The checkpointed state.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SourceState {
@@ -131,6 +136,9 @@ pub struct PulsarSource {
     /// Linked through a Failover subscription: when the active readers next ask the broker to dispatch
     /// again what timed-out transactions released ([`SplitReader::rewind`]).
     next_rewind: Option<Instant>,
+    /// Failover: when the active readers ask the broker to dispatch again what no one acknowledged, after
+    /// a split became this process's (see [`ACTIVATION_REWIND`]).
+    activation_rewind: Option<Instant>,
     takeover_metrics: crate::connector_api::TakeoverMetrics,
     /// Failover: splits this process became the active reader of since the last take-over began, with
     /// when (their first rows are logged).
@@ -163,6 +171,7 @@ impl PulsarSource {
             skipped_counter: None,
             subtask: Subtask::SOLE,
             next_rewind: None,
+            activation_rewind: None,
             takeover_metrics: crate::connector_api::TakeoverMetrics::detached(),
             taken_over: BTreeMap::new(),
         }
@@ -209,6 +218,15 @@ impl PulsarSource {
             g.add(names.len() as i64 - before as i64);
         }
         let total = readers.len();
+        // Failover: a split that became this process's may have been dispatched here ahead of messages
+        // the previous active consumer had and did not acknowledge (the broker sends those again only
+        // when the cursor rewinds): ask for them once the broker's own failover delay has passed.
+        if failover
+            && (0..readers.len())
+                .any(|i| now[i] && self.owned.as_ref().is_none_or(|o| o.get(i) != Some(&true)))
+        {
+            self.activation_rewind = Some(Instant::now() + ACTIVATION_REWIND);
+        }
         // Failover, linked: splits that moved here (not the first look) have their first rows logged.
         if failover
             && run.takeover.is_some()
@@ -271,25 +289,35 @@ impl PulsarSource {
     /// messages but does not send them to the partition's active consumer, which has read past them. So
     /// every `transaction-timeout` the active readers ask for everything not acknowledged again (those
     /// handed out already are dropped by the reader).
+    ///
+    /// Linked or not, a split that became this process's gets one such request [`ACTIVATION_REWIND`]
+    /// later (see `track_ownership`).
     fn rewind_when_due(&mut self) {
         if self.spec.cfg.source.subscription_kind != SubscriptionKind::Failover {
             return;
         }
-        let (Some(acks), Stage::Running(run)) = (self.linked(), &self.stage) else {
+        let Stage::Running(run) = &self.stage else {
             return;
         };
-        let period = acks.txn_timeout().unwrap_or(Duration::from_secs(60));
         let now = Instant::now();
-        let due = *self.next_rewind.get_or_insert(now + period);
-        // The take-over watcher ended transactions of gone processes: what they held is released now.
-        let requested = run
-            .takeover
-            .as_ref()
-            .is_some_and(|t| t.signal.take_rewind());
-        if now < due && !requested {
+        let mut requested = self.activation_rewind.is_some_and(|at| now >= at);
+        if let Some(acks) = self.linked() {
+            let period = acks.txn_timeout().unwrap_or(Duration::from_secs(60));
+            let due = *self.next_rewind.get_or_insert(now + period);
+            // The take-over watcher ended transactions of gone processes: what they held is released now.
+            let signalled = run
+                .takeover
+                .as_ref()
+                .is_some_and(|t| t.signal.take_rewind());
+            if now >= due || signalled {
+                requested = true;
+                self.next_rewind = Some(now + period);
+            }
+        }
+        if !requested {
             return;
         }
-        self.next_rewind = Some(now + period);
+        self.activation_rewind = None;
         let active: Vec<&SplitReader> = run
             .splits
             .readers()
