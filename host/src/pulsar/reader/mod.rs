@@ -68,6 +68,10 @@ pub struct SplitReader {
     /// ([`Self::rewind`]) — a crashed process's timed-out transaction releases its messages that way —
     /// so instead of a position floor, an entry handed out once is dropped when it comes again.
     seen: Option<std::collections::HashSet<(u64, u64)>>,
+    /// When the consumer last received anything (handed out or dropped).
+    last_received: std::time::Instant,
+    /// Whether [`Self::rewind_if_idle`] asked for redelivery since then.
+    idle_rewound: bool,
 }
 
 impl SplitReader {
@@ -213,6 +217,8 @@ impl SplitReader {
             carry: Vec::new(),
             kind,
             seen: None,
+            last_received: std::time::Instant::now(),
+            idle_rewound: false,
         })
     }
 
@@ -247,6 +253,24 @@ impl SplitReader {
     /// them). Entries handed out before are dropped when they come again.
     pub fn rewind(&self) {
         self.consumer.redeliver_unacked();
+    }
+
+    /// The active consumer of a Failover subscription that received nothing for `idle`: asks the broker
+    /// once (until something arrives) to dispatch again whatever is not acknowledged. Messages another
+    /// consumer had when the partition moved, or that a cut connection lost in flight, are dispatched
+    /// again only when the cursor rewinds; a partition with such holes and nothing newer would wait for
+    /// them for ever. At the end of a drained partition the request finds nothing to send. Returns whether
+    /// it asked.
+    pub fn rewind_if_idle(&mut self, idle: Duration) -> bool {
+        if self.idle_rewound
+            || self.is_active() != Some(true)
+            || self.last_received.elapsed() < idle
+        {
+            return false;
+        }
+        self.idle_rewound = true;
+        self.rewind();
+        true
     }
 
     /// `entries` are acknowledged for good (their transaction committed a checkpoint ago): the broker
@@ -297,6 +321,10 @@ impl SplitReader {
             .receive_batch(max, wait)
             .await
             .with_context(|| format!("receiving from {}", self.split.topic))?;
+        if !batch.is_empty() {
+            self.last_received = std::time::Instant::now();
+            self.idle_rewound = false;
+        }
         let mut floor = [
             self.last_emitted,
             self.skip_through,

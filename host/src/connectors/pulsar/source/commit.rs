@@ -149,7 +149,8 @@ impl PulsarSource {
     /// handed out forget them. A failed acknowledgement only means the broker sends those messages again
     /// (to this process or another).
     async fn ack_completed_entries(&mut self, id: u64) -> Result<()> {
-        let mut due: BTreeMap<String, Vec<magnetar::MessageId>> = BTreeMap::new();
+        let mut due: BTreeMap<String, Vec<magnetar::MessageId>> =
+            std::mem::take(&mut self.ack_retry);
         while self.individual.front().is_some_and(|(sid, _)| *sid <= id) {
             if let Some((_, per_split)) = self.individual.pop_front() {
                 for (key, entries) in per_split {
@@ -169,7 +170,11 @@ impl PulsarSource {
                 // Acknowledged for good: the broker does not send them again.
                 Ok(_) => reader.forget(&entries),
                 Err(e) => {
-                    warn!(split = %reader.split().topic, "acknowledging the {n} entries of checkpoint {id} failed (the broker sends them again): {e}")
+                    warn!(split = %reader.split().topic, "acknowledging the {n} entries of checkpoint {id} failed (sent again with the next checkpoint's): {e}");
+                    self.ack_retry
+                        .entry(reader.key())
+                        .or_default()
+                        .extend(entries);
                 }
             }
         }

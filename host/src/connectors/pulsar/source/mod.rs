@@ -59,6 +59,10 @@ const RECEIVE_WAIT: Duration = Duration::from_millis(200);
 /// 1 s by default, after which it rewinds the cursor itself when all goes well).
 const ACTIVATION_REWIND: Duration = Duration::from_secs(3);
 
+/// Failover: how long an active reader receives nothing before it asks the broker, once, to dispatch
+/// again what no one acknowledged ([`SplitReader::rewind_if_idle`]).
+const IDLE_REWIND: Duration = Duration::from_secs(5);
+
 /// The checkpointed state.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SourceState {
@@ -120,6 +124,10 @@ pub struct PulsarSource {
     /// (unlinked: acknowledged when it completes).
     unacked: BTreeMap<String, Vec<magnetar::MessageId>>,
     individual: VecDeque<(u64, BTreeMap<String, Vec<magnetar::MessageId>>)>,
+    /// Entries of completed checkpoints whose acknowledgement failed, per split: sent again with the next
+    /// completed checkpoint's (a reader that remembers them drops them when they come again, so without
+    /// a second acknowledgement they would stay in the backlog).
+    ack_retry: BTreeMap<String, Vec<magnetar::MessageId>>,
     /// Linked to the sink's transactions: per split, the last position handed to it.
     published: BTreeMap<String, magnetar::MessageId>,
     /// Per reader (in the split set's order), whether this process read it at the last look; and the
@@ -163,6 +171,7 @@ impl PulsarSource {
             emitted_entries: BTreeMap::new(),
             unacked: BTreeMap::new(),
             individual: VecDeque::new(),
+            ack_retry: BTreeMap::new(),
             published: BTreeMap::new(),
             owned: None,
             owned_gauge: None,
@@ -315,6 +324,14 @@ impl PulsarSource {
             }
         }
         if !requested {
+            // A partition left with holes and nothing newer: ask once it has been quiet a while.
+            if let Stage::Running(run) = &mut self.stage {
+                for r in run.splits.readers_mut() {
+                    if r.rewind_if_idle(IDLE_REWIND) {
+                        tracing::debug!(split = %r.split().topic, "quiet for {} s: asking the broker to dispatch again what no one acknowledged", IDLE_REWIND.as_secs());
+                    }
+                }
+            }
             return;
         }
         self.activation_rewind = None;
