@@ -262,9 +262,10 @@ impl SplitReader {
     /// them for ever. At the end of a drained partition the request finds nothing to send. Returns whether
     /// it asked.
     pub fn rewind_if_idle(&mut self, idle: Duration) -> bool {
+        // Called at every poll: the cheap checks before the consumer's lock.
         if self.idle_rewound
-            || self.is_active() != Some(true)
             || self.last_received.elapsed() < idle
+            || self.is_active() != Some(true)
         {
             return false;
         }
