@@ -37,21 +37,8 @@ async fn send_and_crash(
 }
 
 async fn visible(broker: &TestBroker, topic: &str) -> Result<Vec<String>> {
-    let client = broker.client().await?;
-    let consumer = client
-        .consumer(topic)
-        .subscription(format!("check-{}", pulsar_connect_tests::now_ms()))
-        .subscription_type(SubType::Exclusive)
-        .initial_position(InitialPosition::Earliest)
-        .subscribe()
-        .await?;
-    let mut out = Vec::new();
-    while let Ok(m) = tokio::time::timeout(Duration::from_secs(3), consumer.receive()).await {
-        out.push(String::from_utf8(m?.payload.to_vec())?);
-    }
-    consumer.close().await?;
-    client.close().await;
-    Ok(out)
+    let sub = format!("check-{}", pulsar_connect_tests::now_ms());
+    receive_all(broker, topic, &sub).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,4 +169,106 @@ async fn input_acks_and_output_sends_commit_or_abort_together() -> Result<()> {
     consumer.close().await?;
     client.close().await;
     Ok(())
+}
+
+/// The subtasks of a restarted exactly-once job abort what the earlier run left open together, so
+/// several transactions on one subscription get aborted at once. Pulsar 4.0's pending-ack handle fails
+/// the abort of one of them with a `NullPointerException` when another, which held the subscription's
+/// cumulative acknowledgement, is aborted at the same moment (the second finds the acknowledgement gone
+/// after checking it was there); the coordinator keeps that transaction aborting, and a second ask
+/// settles it. Every abort must end without an error, and the input must come back (the
+/// acknowledgement was undone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_aborts_on_one_subscription_all_settle() -> Result<()> {
+    let broker = TestBroker::get();
+    let cfg = ClientConfig::new(&broker.service_url);
+    let mut coordinators = Vec::new();
+    for _ in 0..4 {
+        coordinators.push(TxnCoordinator::connect(&cfg).await?);
+    }
+    for round in 0..8 {
+        let client = broker.client().await?;
+        let input = unique_topic("txn-aborts");
+        let producer = client.producer(&input).create().await?;
+        for i in 0..3 {
+            producer
+                .send(OutgoingMessage::with_payload(format!("in-{i}").into_bytes()).into())
+                .await?;
+        }
+        producer.close().await?;
+        let consumer = client
+            .consumer(&input)
+            .subscription("job")
+            .subscription_type(SubType::Exclusive)
+            .initial_position(InitialPosition::Earliest)
+            .subscribe()
+            .await?;
+        let mut last = None;
+        for _ in 0..3 {
+            last = Some(
+                tokio::time::timeout(Duration::from_secs(20), consumer.receive())
+                    .await??
+                    .message_id,
+            );
+        }
+        // Four transactions of the run on the subscription; the first holds its cumulative ack.
+        let mut txns = Vec::new();
+        for _ in 0..coordinators.len() {
+            let txn = client.new_transaction(Duration::from_secs(120)).await?;
+            client
+                .register_subscription_to_transaction(txn, &input, "job")
+                .await?;
+            txns.push(txn);
+        }
+        consumer
+            .ack_cumulative_with_txn(last.unwrap(), txns[0].id())
+            .await?;
+        // The run "dies": its consumer and client go away, the transactions stay open.
+        consumer.close().await?;
+        client.close().await;
+
+        let ids: Vec<TxnRef> = txns.iter().map(|t| TxnRef(t.id())).collect();
+        let outcomes =
+            futures::future::join_all(coordinators.iter().zip(&ids).map(|(tc, id)| tc.abort(*id)))
+                .await;
+        for (id, outcome) in ids.iter().zip(outcomes) {
+            match outcome {
+                Ok(EndOutcome::Done) => {}
+                Ok(EndOutcome::Unknown(why)) => {
+                    panic!("round {round}: {id} was open, yet: {why}")
+                }
+                Err(e) => panic!("round {round}: aborting {id} failed: {e:#}"),
+            }
+        }
+        let again = receive_all(&broker, &input, "job").await?;
+        assert_eq!(
+            again,
+            vec!["in-0", "in-1", "in-2"],
+            "round {round}: the aborted acknowledgement gives the input back"
+        );
+    }
+    for tc in coordinators {
+        tc.close().await;
+    }
+    Ok(())
+}
+
+/// What subscription `sub` of `topic` delivers now, from the earliest message when it is new (3 s
+/// without a message ends it).
+async fn receive_all(broker: &TestBroker, topic: &str, sub: &str) -> Result<Vec<String>> {
+    let client = broker.client().await?;
+    let consumer = client
+        .consumer(topic)
+        .subscription(sub)
+        .subscription_type(SubType::Exclusive)
+        .initial_position(InitialPosition::Earliest)
+        .subscribe()
+        .await?;
+    let mut out = Vec::new();
+    while let Ok(m) = tokio::time::timeout(Duration::from_secs(3), consumer.receive()).await {
+        out.push(String::from_utf8(m?.payload.to_vec())?);
+    }
+    consumer.close().await?;
+    client.close().await;
+    Ok(out)
 }

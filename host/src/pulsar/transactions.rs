@@ -56,6 +56,11 @@ pub enum EndOutcome {
     Unknown(String),
 }
 
+/// How many times [`TxnCoordinator`] asks to end a transaction before it gives up on a failure, and the
+/// first pause between two asks (doubled each time: 0.25 + 0.5 + 1 + 2 s).
+const END_RETRIES: u32 = 5;
+const END_BACKOFF: Duration = Duration::from_millis(250);
+
 /// A connection to the transaction coordinator for ending transactions by id.
 pub struct TxnCoordinator {
     client: Client,
@@ -121,13 +126,31 @@ impl TxnCoordinator {
         self.end(txn, TxnAction::Abort).await
     }
 
+    /// Ends `txn`. A failure that is neither success nor "no longer open" is asked again a few times
+    /// ([`END_RETRIES`]): the coordinator keeps a transaction it could not end on every partition and
+    /// subscription in its committing / aborting state and sends the end again when asked again, and some
+    /// of these failures are the broker's own and pass (Pulsar 4.0's pending-ack handle fails a second
+    /// concurrent abort of a transaction that acknowledged cumulatively with a `NullPointerException`, which
+    /// the restarted subtasks of one job hit when they abort what an earlier run left open together).
     async fn end(&self, txn: TxnRef, action: TxnAction) -> Result<EndOutcome> {
-        match self.client.end_txn(txn.0, action).await {
-            Ok(_) => Ok(EndOutcome::Done),
-            Err(e) => match errors::classify_client(&e) {
-                Failure::TransactionGone => Ok(EndOutcome::Unknown(e.to_string())),
-                _ => bail!("ending transaction {txn} ({action:?}) failed: {e}"),
-            },
+        let mut backoff = END_BACKOFF;
+        let mut attempt = 1;
+        loop {
+            match self.client.end_txn(txn.0, action).await {
+                Ok(_) => return Ok(EndOutcome::Done),
+                Err(e) => match errors::classify_client(&e) {
+                    Failure::TransactionGone => return Ok(EndOutcome::Unknown(e.to_string())),
+                    _ if attempt < END_RETRIES => {
+                        tracing::warn!(txn = %txn, action = ?action, attempt, "ending the transaction failed, asking again in {backoff:?}: {e}");
+                        tokio::time::sleep(backoff).await;
+                        backoff *= 2;
+                        attempt += 1;
+                    }
+                    _ => bail!(
+                        "ending transaction {txn} ({action:?}) failed ({attempt} attempts): {e}"
+                    ),
+                },
+            }
         }
     }
 

@@ -9,7 +9,10 @@
 //!
 //! The proxy reads the client's commands as they pass (each frame's command, not its payload), so a
 //! fault can be armed on one: e.g. reset the connection that carries the next `END_TXN` (a checkpoint's
-//! commit), before or after forwarding it.
+//! commit), before or after forwarding it. It splits what the broker sends into frames too, so one can
+//! be lost on the way ([`FaultProxy::lose`]).
+
+mod frames;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -18,14 +21,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use bytes::{BufMut, Bytes, BytesMut};
-use magnetar::proto::frame;
 use magnetar::proto::pb::base_command::Type;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+use frames::Frames;
 
 /// A fault for a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +95,8 @@ struct Shared {
     upstream: SocketAddr,
     conns: Mutex<Vec<Arc<Conn>>>,
     armed: Mutex<Vec<Armed>>,
+    /// Frames to a client to lose, by kind.
+    lose: Mutex<Vec<Type>>,
     connections: AtomicU64,
     to_broker: AtomicU64,
     to_client: AtomicU64,
@@ -128,6 +133,7 @@ impl FaultProxy {
             upstream,
             conns: Mutex::default(),
             armed: Mutex::default(),
+            lose: Mutex::default(),
             connections: AtomicU64::new(0),
             to_broker: AtomicU64::new(0),
             to_client: AtomicU64::new(0),
@@ -203,9 +209,17 @@ impl FaultProxy {
         });
     }
 
-    /// Whether an armed fault is still waiting for its command.
+    /// Loses the next frame of kind `on` on its way to a client, the connection kept: e.g. a `MESSAGE`
+    /// the broker counts as delivered to a consumer that never gets it (what a consumer cut from the
+    /// broker at a Failover hand-over leaves behind, without the cut: a hole in the subscription that
+    /// only a redelivery fills). Counted as a fault on live traffic.
+    pub fn lose(&self, on: Type) {
+        self.shared.lose.lock().unwrap().push(on);
+    }
+
+    /// How many armed faults and losses are still waiting for their command.
     pub fn armed(&self) -> usize {
-        self.shared.armed.lock().unwrap().len()
+        self.shared.armed.lock().unwrap().len() + self.shared.lose.lock().unwrap().len()
     }
 
     /// How many open connections had traffic in the last second.
@@ -240,6 +254,18 @@ impl FaultProxy {
             sends: s.sends.load(Ordering::Relaxed),
         }
     }
+}
+
+/// Whether a frame of `kind` going to a client is the one a [`FaultProxy::lose`] waits for (counted).
+fn lose_armed(shared: &Shared, kind: i32) -> bool {
+    let mut lose = shared.lose.lock().unwrap();
+    let Some(i) = lose.iter().position(|t| *t as i32 == kind) else {
+        return false;
+    };
+    lose.remove(i);
+    shared.faults.fetch_add(1, Ordering::Relaxed);
+    shared.faults_live.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 fn apply(shared: &Shared, conn: &Conn, fault: Fault, live: bool) {
@@ -298,7 +324,7 @@ async fn pump(
 ) {
     let mut state = conn.state.subscribe();
     let mut buf = vec![0u8; 64 * 1024];
-    let mut sniffer = Sniffer::default();
+    let mut frames = Frames::default();
     loop {
         let now = *state.borrow_and_update();
         match now {
@@ -356,7 +382,7 @@ async fn pump(
         let data = &buf[..n];
         if to_broker {
             let mut after = None;
-            let kinds = sniffer.feed(data);
+            let kinds = frames.feed(data, None, &mut |_| false);
             let sends = kinds.iter().filter(|k| **k == Type::Send as i32).count() as u64;
             for kind in kinds {
                 conn.commands.lock().unwrap().insert(kind);
@@ -388,7 +414,12 @@ async fn pump(
                 apply(&shared, &conn, fault, true);
             }
         } else {
-            if forward(&shared, &mut to, data).await.is_err() {
+            // Whole frames pass, but for one armed to be lost (see [`FaultProxy::lose`]).
+            let mut passed = Vec::with_capacity(n);
+            frames.feed(data, Some(&mut passed), &mut |kind| {
+                lose_armed(&shared, kind)
+            });
+            if forward(&shared, &mut to, &passed).await.is_err() {
                 return;
             }
             shared.to_client.fetch_add(n as u64, Ordering::Relaxed);
@@ -420,60 +451,6 @@ fn reset(to: OwnedWriteHalf) {
     #[allow(deprecated)] // SO_LINGER 0 closes at once with a reset: no blocking close
     let _ = to.as_ref().set_linger(Some(Duration::ZERO));
     to.forget();
-}
-
-/// Reads the command kinds of the frames of one direction of a Pulsar connection (each frame's
-/// `[total_size][command_size][command]`, its payload skipped).
-#[derive(Default)]
-struct Sniffer {
-    pending: BytesMut,
-    skip: usize,
-}
-
-impl Sniffer {
-    fn feed(&mut self, mut data: &[u8]) -> Vec<i32> {
-        let mut kinds = Vec::new();
-        while !data.is_empty() {
-            if self.skip > 0 {
-                let n = self.skip.min(data.len());
-                self.skip -= n;
-                data = &data[n..];
-                continue;
-            }
-            self.pending.extend_from_slice(data);
-            data = &[];
-            while self.pending.len() >= 8 {
-                let total = u32::from_be_bytes(self.pending[0..4].try_into().unwrap()) as usize;
-                let cmd = u32::from_be_bytes(self.pending[4..8].try_into().unwrap()) as usize;
-                if cmd + 4 > total {
-                    // Not a frame boundary (cannot happen on a healthy stream): stop reading this one.
-                    self.pending.clear();
-                    self.skip = usize::MAX;
-                    break;
-                }
-                if self.pending.len() < 8 + cmd {
-                    break;
-                }
-                // The command alone, as a frame of its own.
-                let mut head = BytesMut::with_capacity(8 + cmd);
-                head.put_u32((4 + cmd) as u32);
-                head.put_u32(cmd as u32);
-                head.extend_from_slice(&self.pending[8..8 + cmd]);
-                let mut head: Bytes = head.freeze();
-                if let Ok(f) = frame::decode_one(&mut head) {
-                    kinds.push(f.command.r#type);
-                }
-                let frame_len = 4 + total;
-                if self.pending.len() >= frame_len {
-                    let _ = self.pending.split_to(frame_len);
-                } else {
-                    self.skip = frame_len - self.pending.len();
-                    self.pending.clear();
-                }
-            }
-        }
-        kinds
-    }
 }
 
 #[cfg(test)]
@@ -608,32 +585,5 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
-    }
-
-    #[test]
-    fn the_sniffer_reads_command_kinds_across_reads_and_skips_payloads() {
-        let mut wire = BytesMut::new();
-        let cmd = |t: Type| magnetar::proto::pb::BaseCommand {
-            r#type: t as i32,
-            ..Default::default()
-        };
-        frame::encode_command(&mut wire, &cmd(Type::Ping)).unwrap();
-        frame::encode_payload(
-            &mut wire,
-            &cmd(Type::Send),
-            &Default::default(),
-            &vec![1u8; 100_000],
-        )
-        .unwrap();
-        frame::encode_command(&mut wire, &cmd(Type::EndTxn)).unwrap();
-        for step in [1, 3, 7, 4096, wire.len()] {
-            let mut s = Sniffer::default();
-            let kinds: Vec<i32> = wire.chunks(step).flat_map(|c| s.feed(c)).collect();
-            assert_eq!(
-                kinds,
-                vec![Type::Ping as i32, Type::Send as i32, Type::EndTxn as i32],
-                "reads of {step}"
-            );
-        }
     }
 }
