@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use magnetar::OutgoingMessage;
 use magnetar::proto::pb::command_subscribe::{InitialPosition, SubType};
+use magnetar::runtime_tokio::Consumer;
+use magnetar::{OutgoingMessage, PulsarClient};
 use pulsar_connect::pulsar::ClientConfig;
 use pulsar_connect::pulsar::transactions::{EndOutcome, TxnCoordinator, TxnRef};
 use pulsar_connect_tests::{TestBroker, unique_topic};
@@ -106,13 +107,7 @@ async fn input_acks_and_output_sends_commit_or_abort_together() -> Result<()> {
     let out = client.producer(&output).create().await?;
 
     for (round, commit) in [(0, false), (1, true)] {
-        let consumer = client
-            .consumer(&input)
-            .subscription("job")
-            .subscription_type(SubType::Exclusive)
-            .initial_position(InitialPosition::Earliest)
-            .subscribe()
-            .await?;
+        let consumer = subscribe(&client, &input, "job").await?;
         let mut last = None;
         for i in 0..4 {
             let m = tokio::time::timeout(Duration::from_secs(20), consumer.receive()).await??;
@@ -196,13 +191,7 @@ async fn concurrent_aborts_on_one_subscription_all_settle() -> Result<()> {
                 .await?;
         }
         producer.close().await?;
-        let consumer = client
-            .consumer(&input)
-            .subscription("job")
-            .subscription_type(SubType::Exclusive)
-            .initial_position(InitialPosition::Earliest)
-            .subscribe()
-            .await?;
+        let consumer = subscribe(&client, &input, "job").await?;
         let mut last = None;
         for _ in 0..3 {
             last = Some(
@@ -257,13 +246,7 @@ async fn concurrent_aborts_on_one_subscription_all_settle() -> Result<()> {
 /// without a message ends it).
 async fn receive_all(broker: &TestBroker, topic: &str, sub: &str) -> Result<Vec<String>> {
     let client = broker.client().await?;
-    let consumer = client
-        .consumer(topic)
-        .subscription(sub)
-        .subscription_type(SubType::Exclusive)
-        .initial_position(InitialPosition::Earliest)
-        .subscribe()
-        .await?;
+    let consumer = subscribe(&client, topic, sub).await?;
     let mut out = Vec::new();
     while let Ok(m) = tokio::time::timeout(Duration::from_secs(3), consumer.receive()).await {
         out.push(String::from_utf8(m?.payload.to_vec())?);
@@ -271,4 +254,15 @@ async fn receive_all(broker: &TestBroker, topic: &str, sub: &str) -> Result<Vec<
     consumer.close().await?;
     client.close().await;
     Ok(out)
+}
+
+/// An Exclusive consumer on subscription `sub` of `topic`, from the earliest message when it is new.
+async fn subscribe(client: &PulsarClient, topic: &str, sub: &str) -> Result<Consumer> {
+    Ok(client
+        .consumer(topic)
+        .subscription(sub)
+        .subscription_type(SubType::Exclusive)
+        .initial_position(InitialPosition::Earliest)
+        .subscribe()
+        .await?)
 }
