@@ -4,20 +4,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use pulsar_connect::cli::{self, EXIT_INVALID, EXIT_RUNTIME, load_job};
 use pulsar_connect::connector_api::Registry;
 use pulsar_connect::job;
 use pulsar_connect::plugins::catalog::{
     COMPILE_CACHE_ENV, PluginCatalog, resolve_compile_cache, resolve_plugin_dir,
 };
 use pulsar_connect::plugins::reload::{PLUGIN_RELOAD_ENV, parse_reload_interval};
-use pulsar_connect::runtime::restart::{RestartHistory, RestartStrategy};
-use pulsar_connect::runtime::{self, Metrics, RunOptions};
-use tracing::{info, warn};
-
-/// Exit codes (also in docs/cli.md).
-const EXIT_RUNTIME: u8 = 1;
-const EXIT_INVALID: u8 = 2;
-const EXIT_FORCED: u8 = 130;
 
 /// Runs Flink-SQL Pulsar connector jobs as one small native process.
 #[derive(Debug, Parser)]
@@ -177,12 +170,24 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Command::Sql { init, file, state_dir, history } => pulsar_connect::cli::sql::main(
-            pulsar_connect::cli::sql::Options { init, file, state_dir, history },
+        Command::Sql {
+            init,
+            file,
+            state_dir,
+            history,
+        } => pulsar_connect::cli::sql::main(
+            pulsar_connect::cli::sql::Options {
+                init,
+                file,
+                state_dir,
+                history,
+            },
             registry,
             &rt,
         ),
-        Command::Docs { what: DocsCommand::Options } => {
+        Command::Docs {
+            what: DocsCommand::Options,
+        } => {
             print!("{}", job::options_markdown(&registry));
             ExitCode::SUCCESS
         }
@@ -190,7 +195,11 @@ fn main() -> ExitCode {
             match job::load(&path, &registry).await {
                 Ok(j) => {
                     print!("{}", job::describe(&j));
-                    println!("OK: {} table(s), {} INSERT(s)", j.catalog.order.len(), j.plans.len());
+                    println!(
+                        "OK: {} table(s), {} INSERT(s)",
+                        j.catalog.order.len(),
+                        j.plans.len()
+                    );
                     ExitCode::SUCCESS
                 }
                 Err(errors) => {
@@ -206,7 +215,7 @@ fn main() -> ExitCode {
                 Ok(j) => j,
                 Err(code) => return code,
             };
-            match pulsar_connect::cli::subscriptions::run(&j, drop).await {
+            match cli::subscriptions::run(&j, drop).await {
                 Ok(lines) => {
                     if lines.is_empty() {
                         println!("job {}: no subscriptions on the broker", j.job_id);
@@ -222,147 +231,21 @@ fn main() -> ExitCode {
                 }
             }
         }),
-        Command::Run { job: path, state_dir, fresh, metrics_addr } => rt.block_on(async move {
-            let j = match load_job(&path, &registry).await {
-                Ok(j) => j,
-                Err(code) => return code,
-            };
-            for w in &j.catalog.warnings {
-                warn!("{w}");
-            }
-            let metrics = match Metrics::new().and_then(|m| m.export_plugins(plugins.clone()).map(|()| m)) {
-                Ok(m) => m,
-                Err(e) => {
-                    eprintln!("error: metrics: {e:#}");
-                    return ExitCode::from(EXIT_RUNTIME);
-                }
-            };
-            let history = RestartHistory::from_env();
-            metrics.status.set_restarts(history.restarts, history.last_cause.clone());
-            metrics.restarts.inc_by(history.restarts);
-            if let Some(addr) = metrics_addr {
-                match pulsar_connect::status::serve(addr, metrics.clone()).await {
-                    Ok(bound) => info!("status at http://{bound}/ (metrics at /metrics, JSON at /api/status)"),
-                    Err(e) => {
-                        eprintln!("error: {e:#}");
-                        return ExitCode::from(EXIT_RUNTIME);
-                    }
-                }
-            }
-            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-            tokio::spawn(signals(stop_tx));
-            info!(job_id = %j.job_id, inserts = j.plans.len(), "job started");
-            let opts = RunOptions { job_id: j.job_id.clone(), state_dir, fresh, progress: true };
-            let settings = j.catalog.settings.clone();
-            match runtime::run(j.plans, &settings, opts, metrics, stop_rx).await {
-                Ok(s) => {
-                    info!(rows_in = s.rows_in, rows_out = s.rows_out, checkpoints = s.checkpoints, restored_from = ?s.restored_from, "job finished");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => after_failure(&path, &e, &settings.restart, history),
-            }
-        }),
-    }
-}
-
-/// A run failed with `e`: the job's restart strategy decides whether it starts again
-/// ([`pulsar_connect::runtime::restart`]). Each restart and the final failure name the cause and where
-/// the strategy stands.
-fn after_failure(
-    path: &std::path::Path,
-    e: &anyhow::Error,
-    strategy: &RestartStrategy,
-    mut history: RestartHistory,
-) -> ExitCode {
-    use pulsar_connect::runtime::restart::{Decision, now_ms};
-    let rewind = pulsar_connect::connector_api::needs_rewind(e);
-    match strategy.decide(&mut history, now_ms(), rewind, rand::random::<f64>()) {
-        Decision::Restart { delay, of } => {
-            let cause = format!("{e:#}");
-            warn!(
-                restart = history.restarts,
-                "restarting the job ({of}) in {}: {cause}",
-                pulsar_connect::options::duration::format(delay)
-            );
-            history.set_cause(&cause);
-            std::thread::sleep(delay);
-            restart(&history)
-        }
-        Decision::Fail { why } => {
-            eprintln!("error: {}: {e:#}", path.display());
-            if history.restarts > 0 || strategy.name().is_some() {
-                eprintln!(
-                    "error: {}: not restarted after {} restart(s): {why}",
-                    path.display(),
-                    history.restarts
-                );
-            }
-            ExitCode::from(EXIT_RUNTIME)
-        }
-    }
-}
-
-/// This process becomes a fresh run of the same command line (without `--fresh`), carrying `history`.
-/// `exec` keeps the pid, the log and whatever supervises the process, and closes every broker
-/// connection, so the broker dispatches from the subscriptions' cursors to the new consumers.
-fn restart(history: &RestartHistory) -> ExitCode {
-    use std::os::unix::process::CommandExt;
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(err) => {
-            eprintln!("error: restarting the job: the program's path: {err}");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
-    };
-    let args: Vec<std::ffi::OsString> = std::env::args_os()
-        .skip(1)
-        .filter(|a| a != "--fresh")
-        .collect();
-    let err = std::process::Command::new(exe)
-        .args(args)
-        .env(
-            pulsar_connect::runtime::restart::HISTORY_ENV,
-            history.to_env(),
-        )
-        .exec();
-    eprintln!("error: restarting the job: {err}");
-    ExitCode::from(EXIT_RUNTIME)
-}
-
-/// Loads a job file, printing every error (exit code 2 when it is invalid).
-async fn load_job(path: &std::path::Path, registry: &Registry) -> Result<job::Job, ExitCode> {
-    job::load(path, registry).await.map_err(|errors| {
-        for e in &errors.0 {
-            eprintln!("error: {}: {e}", path.display());
-        }
-        ExitCode::from(EXIT_INVALID)
-    })
-}
-
-/// First SIGINT/SIGTERM: graceful stop. Second: exit at once.
-async fn signals(stop: tokio::sync::watch::Sender<bool>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        warn!("cannot install signal handlers");
-        return;
-    };
-    let mut count = 0;
-    loop {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-        count += 1;
-        if count == 1 {
-            info!("signal received: stopping (send it again to exit at once)");
-            let _ = stop.send(true);
-        } else {
-            eprintln!("second signal: exiting immediately");
-            std::process::exit(EXIT_FORCED as i32);
-        }
+        Command::Run {
+            job,
+            state_dir,
+            fresh,
+            metrics_addr,
+        } => rt.block_on(cli::run::run(
+            cli::run::RunArgs {
+                job,
+                state_dir,
+                fresh,
+                metrics_addr,
+            },
+            &registry,
+            plugins.clone(),
+        )),
     }
 }
 

@@ -207,3 +207,51 @@ SET 'restart-strategy.exponential-delay.attempts-before-reset-backoff' = '3';",
     );
     Ok(())
 }
+
+/// The SQL shell's jobs have the same supervisor as `run`'s (issue 50 §1): a job of `sql -f` failing at
+/// every start restarts as `fixed-delay` allows, in the shell's process, and then fails, which ends the
+/// shell with exit 1. (Before, a shell job ignored `restart-strategy.*` and failed at its first error.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_job_follows_the_restart_strategy() -> Result<()> {
+    let broker = TestBroker::get();
+    let tmp = tempfile::tempdir()?;
+    let (job, bad) = failing_job(
+        &broker,
+        tmp.path(),
+        "SET 'restart-strategy.type' = 'fixed-delay';
+SET 'restart-strategy.fixed-delay.attempts' = '2';
+SET 'restart-strategy.fixed-delay.delay' = '300ms';",
+    )
+    .await?;
+    let run = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(pulsar_connect_tests::binary())
+            .arg("--plugin-dir")
+            .arg(pulsar_connect_tests::jobs::plugin_dir())
+            .args(["sql", "-f"])
+            .arg(&job)
+            .output()
+    })
+    .await??;
+    let text = String::from_utf8_lossy(&run.stderr);
+    ensure!(
+        run.status.code() == Some(1),
+        "exit {:?}; stderr:\n{text}",
+        run.status
+    );
+    for attempt in [1, 2] {
+        let line = format!("restarting the job (fixed-delay: attempt {attempt} of 2) in 300ms");
+        ensure!(text.contains(&line), "{line:?} missing; stderr:\n{text}");
+    }
+    ensure!(text.matches(RESTARTING).count() == 2, "stderr:\n{text}");
+    ensure!(
+        text.contains(
+            "not restarted after 2 restart(s): fixed-delay: all 2 restart attempt(s) used"
+        ),
+        "stderr:\n{text}"
+    );
+    ensure!(
+        text.matches(&bad).count() >= 3,
+        "every restart and the end name the malformed message {bad}; stderr:\n{text}"
+    );
+    Ok(())
+}

@@ -8,7 +8,8 @@
 //! - [`Source`] / [`Sink`]: the read and write sides, driven by the runtime's checkpoint protocol;
 //!   [`PipelineContext`]: which job and INSERT they serve.
 //! - [`Registry`]: the connectors of this process by name (the built-in ones: `connectors::builtin`).
-//! - [`JobSettings`]: the job's `SET` settings, as connectors check them.
+//! - [`JobSettings`]: the job's `SET` settings, as connectors check them; [`restart`]: what its
+//!   `restart-strategy.*` decide after a failure (the runtime's supervisor acts on it).
 //!
 //! Sources produce Arrow batches in the table's *source schema* (physical and metadata columns in
 //! declaration order, computed columns excluded — the planner computes those). Sinks receive batches in the
@@ -19,6 +20,7 @@ pub mod changelog;
 mod context;
 mod labels;
 pub mod partitions;
+pub mod restart;
 pub mod settings;
 mod sink;
 mod source;

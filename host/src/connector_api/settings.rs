@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 
+use super::restart::{self as rs, RestartStrategy};
 use crate::options::{OptionDecl, OptionSet, ResolvedOptions, check_value};
-use crate::runtime::restart::{self as rs, RestartStrategy};
 use crate::sql::Pos;
 
 pub const CHECKPOINT_INTERVAL: &str = "execution.checkpointing.interval";

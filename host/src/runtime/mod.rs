@@ -24,10 +24,10 @@ mod parallelism;
 mod pipelines;
 mod progress;
 mod rates;
-pub mod restart;
 mod series;
 mod stages;
 pub mod status;
+pub mod supervisor;
 
 use std::path::PathBuf;
 use std::sync::Arc;

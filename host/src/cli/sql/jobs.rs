@@ -8,8 +8,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{error, info, warn};
 
-use crate::connector_api::{Registry, needs_rewind};
+use crate::connector_api::Registry;
 use crate::job::{self, Job};
+use crate::runtime::supervisor::{Next, Supervisor};
 use crate::runtime::{self, Metrics, RunOptions, RunSummary};
 use crate::sql::Statement;
 
@@ -238,8 +239,9 @@ impl Jobs {
     }
 }
 
-/// One job until it ends; a rewind (the job asks to read again from its durable positions, which `run`
-/// answers by starting the process again) plans the job again from its statements and runs it anew.
+/// One job until it ends. A failed run goes to the job's restart supervisor, as `run`'s do: the job's
+/// `restart-strategy.*` decide (unset: only a rewind restarts), and a restart plans the job again from its
+/// statements and runs it anew in this process (from its last checkpoint), after the strategy's delay.
 #[allow(clippy::too_many_arguments)]
 async fn run_job(
     mut j: Job,
@@ -248,15 +250,16 @@ async fn run_job(
     registry: Registry,
     opts: RunOptions,
     metrics: Arc<Metrics>,
-    stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
     status: Arc<Mutex<Status>>,
 ) {
     let id = opts.job_id.clone();
     info!(job_id = %id, inserts = j.plans.len(), "job started");
+    let mut supervisor = Supervisor::new(j.catalog.settings.restart.clone(), Default::default());
     let outcome = loop {
         let settings = j.catalog.settings.clone();
         let plans = std::mem::take(&mut j.plans);
-        match runtime::run(
+        let e = match runtime::run(
             plans,
             &settings,
             opts.clone(),
@@ -267,15 +270,26 @@ async fn run_job(
         {
             Ok(s) if *stop.borrow() => break Status::Stopped(s),
             Ok(s) => break Status::Finished(s),
-            Err(e) if needs_rewind(&e) && !*stop.borrow() => {
-                warn!(job_id = %id, "restarting the job: {e:#}");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            Err(e) if *stop.borrow() => break Status::Failed(format!("{e:#}")),
+            Err(e) => e,
+        };
+        match supervisor.after_failure(&e) {
+            Next::Restart(delay) => {
+                supervisor.report(&metrics);
+                // STOP JOB while waiting: the job ends stopped, with nothing more done.
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = stop.wait_for(|s| *s) => {
+                        break Status::Failed(format!("stopped while waiting to restart after: {e:#}"));
+                    }
+                }
                 match job::load_statements(statements.clone(), &text, &registry).await {
                     Ok(again) => j = again,
                     Err(e) => break Status::Failed(e.to_string()),
                 }
             }
-            Err(e) => break Status::Failed(format!("{e:#}")),
+            Next::Fail { why: None } => break Status::Failed(format!("{e:#}")),
+            Next::Fail { why: Some(why) } => break Status::Failed(format!("{e:#}; {why}")),
         }
     };
     match &outcome {

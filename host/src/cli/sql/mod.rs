@@ -34,9 +34,7 @@ use jobs::Jobs;
 use session::Session;
 use split::Piece;
 
-/// Exit codes, as `run`'s.
-const EXIT_RUNTIME: u8 = 1;
-const EXIT_INVALID: u8 = 2;
+use super::{EXIT_INVALID, EXIT_RUNTIME};
 
 const PROMPT: &str = "pulsar-connect> ";
 

@@ -1,9 +1,11 @@
 //! Restart strategies: whether a failed run of a job starts again, and after how long — Flink's
 //! `restart-strategy.*` keys with their names, values and defaults (docs/adr/0025).
 //!
-//! A restart is the process becoming a fresh run of its own command line (`exec`, in `main.rs`), so
-//! what a strategy remembers between failures ([`RestartHistory`]) travels in an environment variable.
-//! Times are wall-clock milliseconds since the Unix epoch: they must mean the same in the next image.
+//! The runtime's supervisor (`runtime::supervisor`) acts on a decision. `run` restarts by the process
+//! becoming a fresh run of its own command line (`exec`), so what a strategy remembers between failures
+//! ([`RestartHistory`]) can travel in an environment variable; the SQL shell restarts its jobs in process
+//! and keeps it in memory. Times are wall-clock milliseconds since the Unix epoch: they must mean the
+//! same in the next image.
 
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
