@@ -99,7 +99,10 @@ fn ids(rows: &[String]) -> Vec<u32> {
 /// Waits until the job's source subtasks read `splits` splits together (each opened its readers at their
 /// resolved starts).
 async fn wait_reading(job: &RunningJob, splits: i64) {
-    let gauge = job.metrics.owned_splits.with_label_values(&["src"]);
+    let gauge = job
+        .metrics
+        .telemetry("src")
+        .gauge(pulsar_connect::connector_api::telemetry::OWNED_SPLITS);
     for _ in 0..300 {
         if gauge.get() >= splits {
             return;

@@ -211,6 +211,12 @@ async fn the_status_page_shows_the_job_and_a_lag_that_falls_as_it_catches_up() -
         },
     )?;
     assert_eq!(first["job"], name.as_str(), "{first}");
+    // The job's parallelism: unset, as many subtasks as cores (capped by the splits).
+    assert!(
+        first["parallelism"]["default"].is_null()
+            && first["parallelism"]["cores"].as_u64() >= Some(1),
+        "{first}"
+    );
     assert_eq!(
         first["inserts"][0]["lag_messages"].as_u64(),
         Some(backlog),
@@ -220,6 +226,10 @@ async fn the_status_page_shows_the_job_and_a_lag_that_falls_as_it_catches_up() -
     // What a person sees: the page's tables, the job, the lag per partition.
     let dom = rendered_dom(&chromium, &format!("{base}/"))?;
     assert!(dom.contains(&format!(r#"<b id="job">{name}</b>"#)), "{dom}");
+    assert!(
+        dom.contains(r#"<b id="parallelism" title="parallelism.default unset"#),
+        "{dom}"
+    );
     let inserts = rows(&dom, "inserts")?;
     assert_eq!(inserts.len(), 1, "{dom}");
     assert!(

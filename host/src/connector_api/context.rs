@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use super::telemetry::TableTelemetry;
+
 /// Which job and INSERT a source or sink serves: connectors derive durable names (subscriptions,
 /// producer names, transaction owners) from it, so a restarted job finds what the last run left.
 #[derive(Debug, Clone)]
@@ -9,20 +11,14 @@ pub struct PipelineContext {
     pub job_id: String,
     /// The INSERT's id within the job.
     pub pipeline_id: String,
-    /// `pulsar_connect_sink_dropped_total` of the INSERT's sink table: rows the sink could not write and
-    /// did not fail the job for (`fail-on-write` = false).
-    pub sink_dropped: prometheus::IntCounter,
-    /// `pulsar_connect_source_owned_splits` of the INSERT's source table: the splits this process reads.
-    pub owned_splits: prometheus::IntGauge,
-    /// `pulsar_connect_source_takeover_*` of the INSERT's source table: transactions of gone processes
-    /// this one ended (ADR 0023).
-    pub takeover: TakeoverMetrics,
+    /// The telemetry handle of the INSERT's source table (the series a source reports, see
+    /// [`super::telemetry`]).
+    pub source_telemetry: TableTelemetry,
+    /// The telemetry handle of the INSERT's sink table.
+    pub sink_telemetry: TableTelemetry,
     /// The partitions this source subtask reads, their ownership and lag (written by the source, read by
     /// the runtime's metrics and status; see [`super::PartitionBoard`]).
     pub partitions: Arc<super::PartitionBoard>,
-    /// `pulsar_connect_source_skipped_messages_total` of the INSERT's source table: messages the source
-    /// skipped because its format could not decode them (`ignore-parse-errors`).
-    pub source_skipped: prometheus::IntCounter,
     /// Where the INSERT's source and sink meet (see [`PipelineLink`]): one per sink subtask, shared by
     /// the source subtasks that feed it.
     pub link: Arc<PipelineLink>,
@@ -32,27 +28,6 @@ pub struct PipelineContext {
     /// keeps what a crash before the next checkpoint must not lose (the Pulsar sink's transaction
     /// journal, ADR 0026).
     pub state_dir: Option<std::path::PathBuf>,
-}
-
-/// A source's take-over metrics (ADR 0023).
-#[derive(Debug, Clone)]
-pub struct TakeoverMetrics {
-    /// Open transactions of processes gone from the subscription that this process aborted.
-    pub aborted: prometheus::IntCounter,
-    /// Seconds from seeing a process gone to the end of the last transaction it left open.
-    pub seconds: prometheus::Gauge,
-}
-
-impl TakeoverMetrics {
-    /// Registered nowhere.
-    pub fn detached() -> Self {
-        TakeoverMetrics {
-            aborted: prometheus::IntCounter::new("detached", "not registered")
-                .unwrap_or_else(|_| unreachable!("a valid metric name")),
-            seconds: prometheus::Gauge::new("detached", "not registered")
-                .unwrap_or_else(|_| unreachable!("a valid metric name")),
-        }
-    }
 }
 
 /// Subtask `index` of `count` (`0` of `1` without parallelism).
@@ -68,19 +43,14 @@ impl Subtask {
 
 impl PipelineContext {
     /// A context outside a running job (validation, the `subscriptions` command): the names are the
-    /// job's, the sink's dropped-rows counter is registered nowhere, the link is fresh.
+    /// job's, the telemetry is registered nowhere, the link is fresh.
     pub fn detached(job_id: &str, pipeline_id: &str) -> Self {
         PipelineContext {
             job_id: job_id.to_string(),
             pipeline_id: pipeline_id.to_string(),
-            sink_dropped: prometheus::IntCounter::new("detached", "not registered")
-                .unwrap_or_else(|_| unreachable!("a valid metric name")),
-            owned_splits: prometheus::IntGauge::new("detached", "not registered")
-                .unwrap_or_else(|_| unreachable!("a valid metric name")),
-            takeover: TakeoverMetrics::detached(),
+            source_telemetry: TableTelemetry::detached(""),
+            sink_telemetry: TableTelemetry::detached(""),
             partitions: Arc::default(),
-            source_skipped: prometheus::IntCounter::new("detached", "not registered")
-                .unwrap_or_else(|_| unreachable!("a valid metric name")),
             link: Arc::new(PipelineLink::default()),
             subtask: Subtask::SOLE,
             state_dir: None,

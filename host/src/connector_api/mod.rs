@@ -25,6 +25,7 @@ pub mod settings;
 mod sink;
 mod source;
 mod table;
+pub mod telemetry;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,13 +34,14 @@ use anyhow::Result;
 
 use crate::options::OptionSet;
 
-pub use context::{PipelineContext, PipelineLink, Subtask, TakeoverMetrics};
+pub use context::{PipelineContext, PipelineLink, Subtask};
 pub use labels::MetricLabels;
 pub use partitions::{PartitionBoard, PartitionStatus};
 pub use settings::JobSettings;
 pub use sink::Sink;
 pub use source::{Source, SourcePoll};
 pub use table::{CatalogTable, column_field};
+pub use telemetry::{TableTelemetry, TelemetrySink};
 
 /// A failure after which the job must read again from its sources' durable positions rather than go on
 /// (a source or sink returns it inside its error). The runner restarts the job from its last checkpoint

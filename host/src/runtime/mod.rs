@@ -19,15 +19,12 @@
 mod align;
 pub mod checkpoint;
 pub mod coordinator;
-pub mod metrics;
 mod parallelism;
 mod pipelines;
 mod progress;
-mod rates;
-mod series;
 mod stages;
-pub mod status;
 pub mod supervisor;
+pub mod telemetry;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,9 +38,9 @@ use crate::connector_api::JobSettings;
 use crate::planner::PipelinePlan;
 use checkpoint::{CheckpointData, CheckpointStore};
 use coordinator::{Acknowledged, Coordinator, Ended, Next};
-pub use metrics::Metrics;
 use pipelines::{Pipelines, RunContext};
 use stages::{Event, SinkAck};
+pub use telemetry::{Metrics, status};
 
 /// How to run a job.
 #[derive(Debug, Clone, Default)]
@@ -76,7 +73,13 @@ pub async fn run(
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
 ) -> Result<RunSummary> {
-    metrics.status.start(&opts.job_id);
+    metrics.status.start(
+        &opts.job_id,
+        status::Parallelism {
+            default: settings.parallelism,
+            cores: parallelism::cores(),
+        },
+    );
     let store = open_store(settings, &opts)?;
     let (restored, next_id) = restore_point(store.as_deref(), opts.fresh)?;
     let mut summary = RunSummary {

@@ -17,9 +17,9 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use super::checkpoint::{CheckpointData, PipelineState};
-use super::metrics::Metrics;
 use super::parallelism::{self, Shape};
 use super::stages::{self, Event, SinkAck, SinkCmd, SinkStage, SourceCmd, SourceStage};
+use super::telemetry::Metrics;
 use crate::connector_api::{
     JobSettings, Parallelism, PipelineContext, PipelineLink, Sink, Source, Subtask,
 };
@@ -114,14 +114,9 @@ impl Pipelines {
         let ctx = |subtask: Subtask, link: &Arc<PipelineLink>| PipelineContext {
             job_id: run.job_id.to_string(),
             pipeline_id: plan.id.clone(),
-            sink_dropped: run.metrics.sink_dropped.with_label_values(&[&sink_table]),
-            owned_splits: run.metrics.owned_splits.with_label_values(&[&source_table]),
+            source_telemetry: run.metrics.telemetry(&source_table),
+            sink_telemetry: run.metrics.telemetry(&sink_table),
             partitions: Arc::default(),
-            source_skipped: run
-                .metrics
-                .source_skipped
-                .with_label_values(&[&source_table]),
-            takeover: run.metrics.takeover(&source_table),
             link: link.clone(),
             subtask,
             state_dir: run.state_dir.clone(),

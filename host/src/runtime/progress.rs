@@ -23,7 +23,7 @@ pub fn spawn(metrics: Arc<Metrics>) -> Option<tokio::task::JoinHandle<()>> {
                 Metrics::total(&metrics.rows_out),
             );
             let dt = last_t.elapsed().as_secs_f64().max(1e-3);
-            let owned = Metrics::gauge_total(&metrics.owned_splits);
+            let owned = metrics.owned_splits();
             // The broker's backlog of the partitions this process owns (once it answered).
             let lag = metrics
                 .status

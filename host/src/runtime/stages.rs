@@ -11,7 +11,7 @@ use arrow::record_batch::RecordBatch;
 use tokio::sync::{mpsc, watch};
 
 use super::align::{Delivery, Inputs};
-use super::metrics::Metrics;
+use super::telemetry::Metrics;
 use crate::connector_api::{Sink, Source, SourcePoll, changelog};
 use crate::planner::Transform;
 

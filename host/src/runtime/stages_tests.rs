@@ -62,7 +62,7 @@ async fn handed_on(
         idx: 0,
         batch_size,
         linger,
-        metrics: super::super::metrics::Metrics::new().unwrap(),
+        metrics: super::super::telemetry::Metrics::new().unwrap(),
         table: "t".into(),
         sinks_opened,
         sinks: 1,
@@ -150,7 +150,7 @@ async fn the_sink_is_told_when_its_input_ran_dry() {
     for n in [2, 3] {
         tx.send(Msg::Batch(rows(n))).await.unwrap();
     }
-    let metrics = super::super::metrics::Metrics::new().unwrap();
+    let metrics = super::super::telemetry::Metrics::new().unwrap();
     let sink = Box::new(Recording(log.clone()));
     let (opened, mut sinks_opened) = watch::channel(0);
     let stage = SinkStage {
@@ -186,7 +186,7 @@ async fn a_source_reads_only_once_every_sink_subtask_opened() {
         idx: 0,
         batch_size: 4096,
         linger: None,
-        metrics: super::super::metrics::Metrics::new().unwrap(),
+        metrics: super::super::telemetry::Metrics::new().unwrap(),
         table: "t".into(),
         sinks_opened,
         sinks: 2,

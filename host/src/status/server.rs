@@ -50,7 +50,7 @@ fn route(method: &str, path: &str, metrics: &Metrics) -> (&'static str, &'static
             "text/plain; version=0.0.4; charset=utf-8",
             metrics.render(),
         ),
-        "/api/status" => match serde_json::to_string(&metrics.status.snapshot(metrics)) {
+        "/api/status" => match serde_json::to_string(&metrics.status_now()) {
             Ok(json) => ("200 OK", "application/json", json),
             Err(e) => (
                 "500 Internal Server Error",

@@ -24,6 +24,7 @@ use tracing::{error, info, warn};
 use super::config::PulsarTableConfig;
 pub use super::config::Semantic;
 use super::txn_acks::TxnAcks;
+use crate::connector_api::telemetry::SINK_DROPPED;
 use crate::connector_api::{PipelineContext, Sink};
 use crate::plugins::PulsarSchema;
 use crate::plugins::catalog::PluginCatalog;
@@ -228,7 +229,7 @@ impl PulsarSink {
 #[async_trait]
 impl Sink for PulsarSink {
     fn set_context(&mut self, ctx: &PipelineContext) {
-        self.dropped_metric = Some(ctx.sink_dropped.clone());
+        self.dropped_metric = Some(ctx.sink_telemetry.counter(SINK_DROPPED));
         self.subtask = ctx.subtask;
         if self.spec.cfg.sink.semantic == Semantic::ExactlyOnce
             && let Some(acks) = ctx.link.get::<TxnAcks>()

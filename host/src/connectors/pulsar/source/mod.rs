@@ -43,7 +43,8 @@ use tracing::{info, warn};
 
 use super::config::{PulsarTableConfig, Startup};
 use super::txn_acks::TxnAcks;
-use crate::connector_api::{PipelineContext, Source, SourcePoll, Subtask};
+use crate::connector_api::telemetry::{OWNED_SPLITS, SOURCE_SKIPPED};
+use crate::connector_api::{PipelineContext, Source, SourcePoll, Subtask, TableTelemetry};
 use crate::plugins::catalog::PluginCatalog;
 use crate::pulsar::reader::{SplitCheckpoint, SplitReader, SplitSet, SubscriptionKind};
 use crate::pulsar::topics::Discovery;
@@ -147,7 +148,7 @@ pub struct PulsarSource {
     /// Failover: when the active readers ask the broker to dispatch again what no one acknowledged, after
     /// a split became this process's (see [`ACTIVATION_REWIND`]).
     activation_rewind: Option<Instant>,
-    takeover_metrics: crate::connector_api::TakeoverMetrics,
+    takeover_metrics: takeover::TakeoverMetrics,
     /// Failover: splits this process became the active reader of since the last take-over began, with
     /// when (their first rows are logged).
     taken_over: BTreeMap<String, Instant>,
@@ -181,7 +182,7 @@ impl PulsarSource {
             subtask: Subtask::SOLE,
             next_rewind: None,
             activation_rewind: None,
-            takeover_metrics: crate::connector_api::TakeoverMetrics::detached(),
+            takeover_metrics: takeover::TakeoverMetrics::new(&TableTelemetry::detached("")),
             taken_over: BTreeMap::new(),
         }
     }
@@ -388,10 +389,11 @@ impl PulsarSource {
 #[async_trait]
 impl Source for PulsarSource {
     fn set_context(&mut self, ctx: &PipelineContext) {
-        self.owned_gauge = Some(ctx.owned_splits.clone());
+        let telemetry = &ctx.source_telemetry;
+        self.owned_gauge = Some(telemetry.gauge(OWNED_SPLITS));
         self.partitions = ctx.partitions.clone();
-        self.skipped_counter = Some(ctx.source_skipped.clone());
-        self.takeover_metrics = ctx.takeover.clone();
+        self.skipped_counter = Some(telemetry.counter(SOURCE_SKIPPED));
+        self.takeover_metrics = takeover::TakeoverMetrics::new(telemetry);
         self.subtask = ctx.subtask;
         if !matches!(
             self.spec.cfg.source.startup,

@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
-use crate::connector_api::TakeoverMetrics;
+use crate::connector_api::TableTelemetry;
+use crate::connector_api::telemetry::Series;
 use crate::connectors::pulsar::config::PulsarTableConfig;
 use crate::connectors::pulsar::txn_acks::{OwnerRecord, TxnAcks};
 use crate::pulsar::admin;
@@ -191,6 +192,34 @@ pub struct Watched {
     /// Where the sink records its transactions.
     pub acks: Arc<TxnAcks>,
     pub metrics: TakeoverMetrics,
+}
+
+/// Open transactions of processes gone from a source table's subscription that this process aborted.
+const TAKEOVER_ABORTED: Series = Series {
+    name: "source_takeover_aborted_transactions_total",
+    help: "Open transactions of processes gone from a source table's subscription that this process aborted (take-over, ADR 0023)",
+};
+
+/// Seconds from seeing a process gone to the end of the last transaction it left open.
+const TAKEOVER_SECONDS: Series = Series {
+    name: "source_takeover_seconds",
+    help: "Seconds from seeing a process gone from a source table's subscription to the end of the last transaction it left open (the last take-over)",
+};
+
+/// A source's take-over series (ADR 0023), registered through its table's telemetry handle.
+#[derive(Debug, Clone)]
+pub struct TakeoverMetrics {
+    aborted: prometheus::IntCounter,
+    seconds: prometheus::Gauge,
+}
+
+impl TakeoverMetrics {
+    pub fn new(telemetry: &TableTelemetry) -> Self {
+        TakeoverMetrics {
+            aborted: telemetry.counter(TAKEOVER_ABORTED),
+            seconds: telemetry.float_gauge(TAKEOVER_SECONDS),
+        }
+    }
 }
 
 pub fn spawn(watched: Watched) -> Takeover {

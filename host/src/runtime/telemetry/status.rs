@@ -9,7 +9,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::metrics::Metrics;
 use super::rates::Rates;
 use crate::connector_api::{MetricLabels, PartitionBoard};
 use crate::plugins::catalog::PluginCatalog;
@@ -67,6 +66,7 @@ struct Board {
     table_labels: BTreeMap<String, MetricLabels>,
     plugins: Option<Arc<PluginCatalog>>,
     finished: bool,
+    parallelism: Parallelism,
 }
 
 /// What the runtime publishes about the running job.
@@ -81,10 +81,12 @@ impl StatusBoard {
         self.board.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A run of job `job` starts (the runtime calls it; a second run in the same process starts over).
-    pub fn start(&self, job: &str) {
+    /// A run of job `job` starts (the runtime calls it; a second run in the same process starts over),
+    /// with its parallelism.
+    pub fn start(&self, job: &str, parallelism: Parallelism) {
         let mut b = self.lock();
         b.job = job.to_owned();
+        b.parallelism = parallelism;
         b.started = Some((Instant::now(), SystemTime::now()));
         b.inserts.clear();
         b.checkpoints.clear();
@@ -157,16 +159,12 @@ impl StatusBoard {
         (!lags.is_empty()).then(|| lags.iter().sum())
     }
 
-    /// The status now: the board joined with the counters of `metrics`.
-    pub fn snapshot(&self, metrics: &Metrics) -> Status {
+    /// The status now: the board joined with `numbers` (given by the metrics).
+    pub fn snapshot(&self, numbers: &Numbers) -> Status {
         let b = self.lock();
         let now = Instant::now();
         let uptime = b.started.map(|(i, _)| now.duration_since(i));
-        let counter = |c: &prometheus::IntCounterVec, table: &str| {
-            c.get_metric_with_label_values(&[table])
-                .map(|m| m.get())
-                .unwrap_or(0)
-        };
+        let table = |t: &str| numbers.tables.get(t).copied().unwrap_or_default();
         let rate = |key: String, value: u64| {
             self.rates
                 .rate(&key, value, now, RATE_WINDOW, b.started.map(|s| s.0))
@@ -175,8 +173,8 @@ impl StatusBoard {
             .inserts
             .iter()
             .map(|i| {
-                let rows_in = counter(&metrics.rows_in, &i.source_table);
-                let rows_out = counter(&metrics.rows_out, &i.sink_table);
+                let (source, sink) = (table(&i.source_table), table(&i.sink_table));
+                let (rows_in, rows_out) = (source.rows_in, sink.rows_out);
                 let mut partitions: Vec<PartitionView> = i
                     .boards
                     .iter()
@@ -218,19 +216,19 @@ impl StatusBoard {
                     sink_subtasks: i.sink_subtasks,
                     rows_in,
                     rows_out,
-                    bytes_in: counter(&metrics.bytes_in, &i.source_table),
-                    bytes_out: counter(&metrics.bytes_out, &i.sink_table),
+                    bytes_in: source.bytes_in,
+                    bytes_out: sink.bytes_out,
                     rows_in_per_s: rate(format!("in/{}", i.source_table), rows_in),
                     rows_out_per_s: rate(format!("out/{}", i.sink_table), rows_out),
-                    errors: counter(&metrics.errors, &i.source_table)
+                    errors: source.errors
                         + if i.sink_table != i.source_table {
-                            counter(&metrics.errors, &i.sink_table)
+                            sink.errors
                         } else {
                             0
                         },
-                    skipped_rows: counter(&metrics.skipped, &i.sink_table),
-                    skipped_messages: counter(&metrics.source_skipped, &i.source_table),
-                    dropped_rows: counter(&metrics.sink_dropped, &i.sink_table),
+                    skipped_rows: sink.skipped_rows,
+                    skipped_messages: source.skipped_messages,
+                    dropped_rows: sink.dropped_rows,
                     owned_partitions: partitions.iter().filter(|p| p.owned).count(),
                     lag_messages: (!known.is_empty()).then(|| known.iter().sum()),
                     lag_note,
@@ -280,10 +278,11 @@ impl StatusBoard {
             uptime_s: uptime.map(|d| d.as_secs_f64()),
             restarts: b.restarts,
             last_restart_cause: b.last_restart_cause.clone(),
+            parallelism: b.parallelism,
             inserts,
             checkpoints: Checkpoints {
-                completed: metrics.checkpoints.get(),
-                failed: metrics.checkpoint_failures.get(),
+                completed: numbers.checkpoints_completed,
+                failed: numbers.checkpoints_failed,
                 recent: b.checkpoints.iter().rev().cloned().collect(),
             },
             plugins,
@@ -297,6 +296,36 @@ pub fn epoch_ms(t: SystemTime) -> i64 {
         .unwrap_or(0)
 }
 
+/// The numbers of one table the status shows: the runtime's counters and the well-known series its
+/// connector registered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableNumbers {
+    pub rows_in: u64,
+    pub bytes_in: u64,
+    pub rows_out: u64,
+    pub bytes_out: u64,
+    pub errors: u64,
+    pub skipped_rows: u64,
+    pub skipped_messages: u64,
+    pub dropped_rows: u64,
+}
+
+/// What the board is given to show (by [`super::Metrics::status_now`]).
+#[derive(Debug, Clone, Default)]
+pub struct Numbers {
+    pub tables: BTreeMap<String, TableNumbers>,
+    pub checkpoints_completed: u64,
+    pub checkpoints_failed: u64,
+}
+
+/// A job's parallelism: `parallelism.default` as set (`None`: unset, each INSERT as many subtasks as the
+/// process has cores, capped by its splits) and those cores.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Parallelism {
+    pub default: Option<usize>,
+    pub cores: usize,
+}
+
 /// `/api/status`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
@@ -307,6 +336,8 @@ pub struct Status {
     pub restarts: u64,
     /// Why the job last restarted (`None`: it has not).
     pub last_restart_cause: Option<String>,
+    /// The job's parallelism (each INSERT's subtasks are in `inserts`).
+    pub parallelism: Parallelism,
     pub inserts: Vec<InsertStatus>,
     pub checkpoints: Checkpoints,
     pub plugins: Vec<PluginStatus>,

@@ -11,9 +11,11 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::{LabelPair, MetricFamily};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 
+use super::families::Families;
 use super::rates::Rates;
-use super::status::StatusBoard;
+use super::status::{StatusBoard, TableNumbers};
 use crate::connector_api::MetricLabels;
+use crate::connector_api::telemetry::{SINK_DROPPED, SOURCE_SKIPPED};
 
 /// The window of InLong's `...PerSecond` meters (InLong's `TIME_SPAN_IN_SECONDS`).
 const INLONG_RATE_WINDOW: Duration = Duration::from_secs(60);
@@ -114,15 +116,38 @@ pub(super) struct InlongCollector {
     descs: Vec<Desc>,
 }
 
-/// The runtime's per-table counters InLong's names are made from.
+/// The per-table counters the status page and InLong's names are made from: the runtime's own, and
+/// the well-known series connectors register ([`crate::connector_api::telemetry`]).
+#[derive(Clone)]
 pub(super) struct TableCounters {
     pub rows_in: IntCounterVec,
     pub bytes_in: IntCounterVec,
     pub rows_out: IntCounterVec,
     pub bytes_out: IntCounterVec,
+    pub errors: IntCounterVec,
     pub skipped: IntCounterVec,
-    pub sink_dropped: IntCounterVec,
-    pub source_skipped: IntCounterVec,
+    pub families: Arc<Families>,
+}
+
+impl TableCounters {
+    /// The numbers of table `t` now.
+    pub(super) fn numbers(&self, t: &str) -> TableNumbers {
+        let get = |c: &IntCounterVec| {
+            c.get_metric_with_label_values(&[t])
+                .map(|m| m.get())
+                .unwrap_or(0)
+        };
+        TableNumbers {
+            rows_in: get(&self.rows_in),
+            bytes_in: get(&self.bytes_in),
+            rows_out: get(&self.rows_out),
+            bytes_out: get(&self.bytes_out),
+            errors: get(&self.errors),
+            skipped_rows: get(&self.skipped),
+            skipped_messages: self.families.counter_value(SOURCE_SKIPPED.name, t),
+            dropped_rows: self.families.counter_value(SINK_DROPPED.name, t),
+        }
+    }
 }
 
 /// InLong's metric names: (name, help, a counter (true) or a gauge).
@@ -216,17 +241,12 @@ impl Collector for InlongCollector {
         let inserts = self.status.inserts();
         let started = self.status.started();
         let now = Instant::now();
-        let get = |c: &IntCounterVec, t: &str| {
-            c.get_metric_with_label_values(&[t])
-                .map(|m| m.get())
-                .unwrap_or(0)
-        };
         let mut values: HashMap<&str, Vec<(String, f64)>> = HashMap::new();
-        let c = &self.counters;
         for table in inlong {
             let t = table.as_str();
+            let n = self.counters.numbers(t);
             if inserts.iter().any(|i| i.source_table == *table) {
-                let (rows, bytes) = (get(&c.rows_in, t), get(&c.bytes_in, t));
+                let (rows, bytes) = (n.rows_in, n.bytes_in);
                 let rate = |k: &str, v: u64| {
                     self.rates
                         .rate(&format!("{k}/{t}"), v, now, INLONG_RATE_WINDOW, started)
@@ -236,16 +256,13 @@ impl Collector for InlongCollector {
                     ("inlong_numBytesIn", bytes as f64),
                     ("inlong_numRecordsInPerSecond", rate("ri", rows)),
                     ("inlong_numBytesInPerSecond", rate("bi", bytes)),
-                    (
-                        "inlong_numDeserializeError",
-                        get(&c.source_skipped, t) as f64,
-                    ),
+                    ("inlong_numDeserializeError", n.skipped_messages as f64),
                 ] {
                     values.entry(name).or_default().push((t.to_owned(), v));
                 }
             }
             if inserts.iter().any(|i| i.sink_table == *table) {
-                let (rows, bytes) = (get(&c.rows_out, t), get(&c.bytes_out, t));
+                let (rows, bytes) = (n.rows_out, n.bytes_out);
                 let rate = |k: &str, v: u64| {
                     self.rates
                         .rate(&format!("{k}/{t}"), v, now, INLONG_RATE_WINDOW, started)
@@ -257,7 +274,7 @@ impl Collector for InlongCollector {
                     ("inlong_numBytesOutPerSecond", rate("bo", bytes)),
                     (
                         "inlong_dirtyRecordsOut",
-                        (get(&c.skipped, t) + get(&c.sink_dropped, t)) as f64,
+                        (n.skipped_rows + n.dropped_rows) as f64,
                     ),
                 ] {
                     values.entry(name).or_default().push((t.to_owned(), v));

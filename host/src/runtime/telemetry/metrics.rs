@@ -10,8 +10,11 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+use super::families::Families;
 use super::series::{InlongCollector, PartitionCollector, TableCounters, add_labels};
-use super::status::StatusBoard;
+use super::status::{Numbers, Status, StatusBoard};
+use crate::connector_api::TableTelemetry;
+use crate::connector_api::telemetry::OWNED_SPLITS;
 use crate::plugins::PluginCounters;
 use crate::plugins::catalog::PluginCatalog;
 
@@ -24,19 +27,17 @@ pub struct Metrics {
     pub bytes_out: IntCounterVec,
     pub errors: IntCounterVec,
     pub skipped: IntCounterVec,
-    pub sink_dropped: IntCounterVec,
     pub checkpoints: IntCounter,
     pub checkpoint_failures: IntCounter,
     pub checkpoint_duration: Histogram,
     pub last_checkpoint_id: IntGauge,
-    pub owned_splits: IntGaugeVec,
-    /// Messages a source skipped because its format could not decode them, per table.
-    pub source_skipped: IntCounterVec,
     /// What the runtime publishes about the job (served as `/api/status`); its job name labels every
     /// series.
     pub status: Arc<StatusBoard>,
-    pub takeover_aborted: IntCounterVec,
-    pub takeover_seconds: prometheus::GaugeVec,
+    /// The series connectors register through their tables' telemetry handles.
+    families: Arc<Families>,
+    /// The per-table counters the status and the InLong series are made from.
+    tables: TableCounters,
     /// Restarts of the job by its restart strategy (carried across the `exec` of each restart).
     pub restarts: IntCounter,
 }
@@ -67,10 +68,6 @@ impl Metrics {
             "skipped_rows_total",
             "Rows dropped per sink table (NOT NULL enforcer in DROP mode)",
         )?;
-        let sink_dropped = vec(
-            "sink_dropped_total",
-            "Rows a sink could not write and did not fail the job for (Pulsar: fail-on-write = false; they go to the dead-letter topic when one is set)",
-        )?;
         let checkpoints = IntCounter::new("checkpoints_total", "Completed checkpoints")?;
         let checkpoint_failures = IntCounter::new(
             "checkpoint_failures_total",
@@ -91,44 +88,22 @@ impl Metrics {
         registry.register(Box::new(checkpoint_failures.clone()))?;
         registry.register(Box::new(checkpoint_duration.clone()))?;
         registry.register(Box::new(last_checkpoint_id.clone()))?;
-        let owned_splits = IntGaugeVec::new(
-            Opts::new(
-                "source_owned_splits",
-                "Splits (topic-partitions) a source table reads in this process: all of them with an Exclusive subscription; with Failover those the broker made this process active for",
-            ),
-            &["table"],
-        )?;
-        registry.register(Box::new(owned_splits.clone()))?;
-        let source_skipped = vec(
-            "source_skipped_messages_total",
-            "Messages a source skipped because its format could not decode them (ignore-parse-errors)",
-        )?;
         let status = Arc::new(StatusBoard::default());
+        let families = Arc::new(Families::new(registry.clone()));
+        let tables = TableCounters {
+            rows_in: rows_in.clone(),
+            bytes_in: bytes_in.clone(),
+            rows_out: rows_out.clone(),
+            bytes_out: bytes_out.clone(),
+            errors: errors.clone(),
+            skipped: skipped.clone(),
+            families: families.clone(),
+        };
         registry.register(Box::new(PartitionCollector::new(status.clone())?))?;
         registry.register(Box::new(InlongCollector::new(
             status.clone(),
-            TableCounters {
-                rows_in: rows_in.clone(),
-                bytes_in: bytes_in.clone(),
-                rows_out: rows_out.clone(),
-                bytes_out: bytes_out.clone(),
-                skipped: skipped.clone(),
-                sink_dropped: sink_dropped.clone(),
-                source_skipped: source_skipped.clone(),
-            },
+            tables.clone(),
         )?))?;
-        let takeover_aborted = vec(
-            "source_takeover_aborted_transactions_total",
-            "Open transactions of processes gone from a source table's subscription that this process aborted (take-over, ADR 0023)",
-        )?;
-        let takeover_seconds = prometheus::GaugeVec::new(
-            Opts::new(
-                "source_takeover_seconds",
-                "Seconds from seeing a process gone from a source table's subscription to the end of the last transaction it left open (the last take-over)",
-            ),
-            &["table"],
-        )?;
-        registry.register(Box::new(takeover_seconds.clone()))?;
         let restarts = IntCounter::new(
             "restarts_total",
             "Restarts of the job by its restart strategy (restart-strategy.*; a rewind when none is set), since the command was started",
@@ -142,26 +117,41 @@ impl Metrics {
             bytes_out,
             errors,
             skipped,
-            sink_dropped,
             checkpoints,
             checkpoint_failures,
             checkpoint_duration,
             last_checkpoint_id,
-            owned_splits,
-            source_skipped,
             status,
-            takeover_aborted,
-            takeover_seconds,
+            families,
+            tables,
             restarts,
         }))
     }
 
-    /// The take-over metrics of source table `table`.
-    pub fn takeover(&self, table: &str) -> crate::connector_api::TakeoverMetrics {
-        crate::connector_api::TakeoverMetrics {
-            aborted: self.takeover_aborted.with_label_values(&[table]),
-            seconds: self.takeover_seconds.with_label_values(&[table]),
+    /// The telemetry handle of table `table`: the series its connector registers are served with these.
+    pub fn telemetry(&self, table: &str) -> TableTelemetry {
+        TableTelemetry::new(table, self.families.clone())
+    }
+
+    /// The splits the job's sources read in this process (`pulsar_connect_source_owned_splits`, summed).
+    pub fn owned_splits(&self) -> i64 {
+        self.families.gauge_total(OWNED_SPLITS.name)
+    }
+
+    /// The status now (`/api/status`): the board given the numbers of its tables.
+    pub fn status_now(&self) -> Status {
+        let mut numbers = Numbers {
+            checkpoints_completed: self.checkpoints.get(),
+            checkpoints_failed: self.checkpoint_failures.get(),
+            ..Numbers::default()
+        };
+        for i in self.status.inserts() {
+            for table in [i.source_table, i.sink_table] {
+                let n = self.tables.numbers(&table);
+                numbers.tables.insert(table, n);
+            }
         }
+        self.status.snapshot(&numbers)
     }
 
     /// Exports the counters of every plugin `catalog` has loaded, labelled `plugin`, read at each
@@ -186,18 +176,6 @@ impl Metrics {
         let mut buf = Vec::new();
         let _ = TextEncoder::new().encode(&families, &mut buf);
         String::from_utf8_lossy(&buf).into_owned()
-    }
-
-    /// The sum of a gauge over its labels.
-    pub fn gauge_total(g: &IntGaugeVec) -> i64 {
-        g.collect()
-            .iter()
-            .flat_map(|mf| {
-                mf.get_metric()
-                    .iter()
-                    .map(|m| m.get_gauge().get_value() as i64)
-            })
-            .sum()
     }
 
     pub fn total(c: &IntCounterVec) -> u64 {
