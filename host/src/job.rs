@@ -81,14 +81,15 @@ pub async fn load_text(text: &str, registry: &Registry) -> Result<Job, JobErrors
 
 /// Resolves and plans statements already parsed (the SQL shell's session and its INSERT); `text` is what
 /// the job id is made from (all the statements' text).
-pub async fn load_statements(
-    statements: Vec<Statement>,
-    text: &str,
+/// The catalog of `statements`, with the checks that need the job's settings too (each table's
+/// `validate_settings`): what `validate`, `run` and the SQL shell's session all check. Errors as printed.
+pub fn checked_catalog(
+    statements: &[Statement],
     registry: &Registry,
-) -> Result<Job, JobErrors> {
-    let catalog = catalog::build(&statements, registry)
-        .map_err(|es| JobErrors(es.iter().map(|e| format!("{e:#}")).collect()))?;
-    let setting_errors: Vec<String> = catalog
+) -> Result<Catalog, Vec<String>> {
+    let catalog = catalog::build(statements, registry)
+        .map_err(|es| es.iter().map(|e| format!("{e:#}")).collect::<Vec<_>>())?;
+    let errors: Vec<String> = catalog
         .order
         .iter()
         .filter_map(|name| {
@@ -99,9 +100,19 @@ pub async fn load_statements(
                 .map(|e| format!("{}: table '{}': {e:#}", t.def.pos, t.name()))
         })
         .collect();
-    if !setting_errors.is_empty() {
-        return Err(JobErrors(setting_errors));
+    if errors.is_empty() {
+        Ok(catalog)
+    } else {
+        Err(errors)
     }
+}
+
+pub async fn load_statements(
+    statements: Vec<Statement>,
+    text: &str,
+    registry: &Registry,
+) -> Result<Job, JobErrors> {
+    let catalog = checked_catalog(&statements, registry).map_err(JobErrors)?;
     let inserts = sql::inserts(&statements);
     if inserts.is_empty() {
         return Err(JobErrors(vec![

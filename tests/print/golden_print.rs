@@ -24,9 +24,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use pulsar_connect::connector_api::column_field;
-use pulsar_connect::connectors::print::{
-    double_to_string, float_to_string, format_row, format_value, line_prefix,
+use pulsar_connect::connector_api::row_text::{
+    double_to_string, float_to_string, format_row, format_value,
 };
+use pulsar_connect::connectors::print::line_prefix;
 use pulsar_connect::sql::{Statement, parse_script};
 use pulsar_connect_tests::guests::repo_root;
 use serde_json::Value as Json;

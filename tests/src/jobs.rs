@@ -58,7 +58,9 @@ impl Sink for CollectSink {
     async fn write(&mut self, batch: RecordBatch) -> Result<()> {
         let mut out = self.0.lock().unwrap();
         for r in 0..batch.num_rows() {
-            out.push(pulsar_connect::connectors::print::format_row(&batch, r));
+            out.push(pulsar_connect::connector_api::row_text::format_row(
+                &batch, r,
+            ));
         }
         Ok(())
     }

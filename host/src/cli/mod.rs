@@ -1,5 +1,6 @@
 //! Command-line subcommands that are more than a line in `main.rs`.
 
+pub mod kit;
 pub mod plugin_install;
 pub mod plugin_new;
 pub mod plugin_test;

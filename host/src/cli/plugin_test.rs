@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 
-use crate::plugins::kit::vectors::VectorFile;
-use crate::plugins::kit::{self, KitConfig};
+use crate::cli::kit::vectors::VectorFile;
+use crate::cli::kit::{self, KitConfig};
 use crate::plugins::{HostConfig, PluginDir, PluginHost};
 
 /// The vector file `plugins test` reads when `--vectors` is not given: in the plugin's folder.

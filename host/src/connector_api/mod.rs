@@ -21,6 +21,7 @@ mod context;
 mod labels;
 pub mod partitions;
 pub mod restart;
+pub mod row_text;
 pub mod settings;
 mod sink;
 mod source;

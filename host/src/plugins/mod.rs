@@ -24,7 +24,6 @@ pub mod error;
 pub mod files;
 pub mod format;
 pub mod instance;
-pub mod kit;
 pub mod loader;
 pub mod manifest;
 pub mod messages;

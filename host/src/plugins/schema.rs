@@ -11,11 +11,37 @@ use anyhow::{Context as _, anyhow, bail};
 use arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
 
 use super::model;
+use crate::sql::{FlinkType, TypeKind};
 
 /// Field metadata key holding the exact SQL type of a CHAR/VARCHAR/BINARY/VARBINARY/TIME/TIMESTAMP field.
 pub const SQL_TYPE_KEY: &str = "pulsar-connect.sql-type";
 /// Length of STRING / BYTES.
 pub const MAX_LENGTH: u32 = i32::MAX as u32;
+
+/// An Arrow field for a format plugin: the exact SQL type of top-level CHAR/VARCHAR/BINARY/TIME/TIMESTAMP
+/// columns goes along as field metadata (Arrow itself rounds precisions to a unit).
+pub fn plugin_field(name: &str, ty: &FlinkType) -> Field {
+    let field = ty.to_field(name);
+    let exact = match &ty.kind {
+        TypeKind::Char(_)
+        | TypeKind::Binary(_)
+        | TypeKind::Time(_)
+        | TypeKind::Timestamp(_)
+        | TypeKind::TimestampLtz(_) => true,
+        TypeKind::Varchar(n) | TypeKind::Varbinary(n) => *n != crate::sql::types::MAX_LENGTH,
+        _ => false,
+    };
+    if exact {
+        let text = FlinkType {
+            kind: ty.kind.clone(),
+            nullable: true,
+        }
+        .to_string();
+        field.with_metadata(HashMap::from([(SQL_TYPE_KEY.to_owned(), text)]))
+    } else {
+        field
+    }
+}
 
 /// The time unit of a precision (0 seconds, 1..3 millis, 4..6 micros, 7..9 nanos).
 pub fn time_unit(precision: u8) -> TimeUnit {

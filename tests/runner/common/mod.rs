@@ -267,7 +267,7 @@ impl Sink for CollectSink {
         for r in 0..batch.num_rows() {
             out.push((
                 self.table.clone(),
-                pulsar_connect::connectors::print::format_row(&batch, r),
+                pulsar_connect::connector_api::row_text::format_row(&batch, r),
             ));
         }
         Ok(())

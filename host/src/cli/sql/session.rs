@@ -92,23 +92,7 @@ impl Session {
     fn add(&mut self, statements: Vec<Statement>, text: &str) -> Result<Vec<String>, Vec<String>> {
         let mut all = self.statements();
         all.extend(statements.iter().cloned());
-        let catalog = catalog::build(&all, &self.registry)
-            .map_err(|es| es.iter().map(|e| format!("{e:#}")).collect::<Vec<_>>())?;
-        // The checks that need the settings too, as `validate` makes them.
-        let errors: Vec<String> = catalog
-            .order
-            .iter()
-            .filter_map(|name| {
-                let t = &catalog.tables[name];
-                t.factory
-                    .validate_settings(t, &catalog.settings)
-                    .err()
-                    .map(|e| format!("{}: table '{}': {e:#}", t.def.pos, t.name()))
-            })
-            .collect();
-        if !errors.is_empty() {
-            return Err(errors);
-        }
+        let catalog = crate::job::checked_catalog(&all, &self.registry)?;
         let known: Vec<String> = catalog::build(&self.statements(), &self.registry)
             .map(|c| c.warnings)
             .unwrap_or_default();

@@ -179,9 +179,9 @@ pub fn value(col: &ArrayRef, row: usize) -> String {
                 .with_timestamp_tz_format(Some(fmt));
             ArrayFormatter::try_new(col.as_ref(), &options)
                 .map(|f| f.value(row).to_string())
-                .unwrap_or_else(|_| crate::connectors::print::format_value(col, row))
+                .unwrap_or_else(|_| crate::connector_api::row_text::format_value(col, row))
         }
-        _ => crate::connectors::print::format_value(col, row),
+        _ => crate::connector_api::row_text::format_value(col, row),
     }
 }
 

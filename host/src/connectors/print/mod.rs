@@ -1,13 +1,8 @@
 //! `print`: writes every row to stdout (or stderr) as Flink's print connector does, `+I[1, foo, 2020-03-08T13:12:11.123]`
-//! (see [`format`]), prefixed with `<print-identifier>> ` when a non-empty identifier is set.
+//! (see [`crate::connector_api::row_text`]), prefixed with `<print-identifier>> ` when a non-empty identifier is set.
 //!
 //! Output goes through a buffer that is flushed at every checkpoint and at the end, so with stdout redirected to
 //! a file the rows covered by a checkpoint are in the file: this is the recording sink of the crash test.
-
-mod format;
-mod java_float;
-mod java_hash_map;
-mod java_time;
 
 use std::sync::LazyLock;
 
@@ -20,8 +15,7 @@ use crate::connector_api::changelog::ChangelogMode;
 use crate::connector_api::{CatalogTable, ConnectorFactory, Sink, SinkFactory, SourceFactory};
 use crate::options::{OptionDecl, OptionSet};
 
-pub use format::{format_row, format_value};
-pub use java_float::{double_to_string, float_to_string};
+use crate::connector_api::row_text::format_row;
 
 /// Flink's `PrintSinkOutputWriter` prefix: the identifier, then `:<subtask + 1>` (or just `<subtask + 1>`) when
 /// the sink runs more than one subtask, then `> ` unless all that is empty. pulsar-connect runs one writer

@@ -1,15 +1,14 @@
 //! Which columns of a table travel in the message key, which in the value and which are metadata
 //! (`key.fields`, `key.fields-prefix`, `value.fields-include`), with the reference's validation messages.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 
 use crate::connector_api::CatalogTable;
-use crate::plugins::schema::SQL_TYPE_KEY;
-use crate::sql::{ColumnKind, FlinkType, TypeKind};
+use crate::plugins::schema::plugin_field;
+use crate::sql::{ColumnKind, FlinkType};
 
 /// The prefix of a metadata key that the value format produces (`METADATA FROM 'value.source.table'`).
 pub const FORMAT_METADATA_PREFIX: &str = "value.";
@@ -54,31 +53,6 @@ pub fn split_list(value: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect()
-}
-
-/// An Arrow field for a format plugin: the exact SQL type of top-level CHAR/VARCHAR/BINARY/TIME/TIMESTAMP
-/// columns goes along as field metadata (Arrow itself rounds precisions to a unit).
-pub fn plugin_field(name: &str, ty: &FlinkType) -> Field {
-    let field = ty.to_field(name);
-    let exact = match &ty.kind {
-        TypeKind::Char(_)
-        | TypeKind::Binary(_)
-        | TypeKind::Time(_)
-        | TypeKind::Timestamp(_)
-        | TypeKind::TimestampLtz(_) => true,
-        TypeKind::Varchar(n) | TypeKind::Varbinary(n) => *n != crate::sql::types::MAX_LENGTH,
-        _ => false,
-    };
-    if exact {
-        let text = FlinkType {
-            kind: ty.kind.clone(),
-            nullable: true,
-        }
-        .to_string();
-        field.with_metadata(HashMap::from([(SQL_TYPE_KEY.to_owned(), text)]))
-    } else {
-        field
-    }
 }
 
 impl Layout {

@@ -36,7 +36,7 @@ pub fn field(name: &str, ty: &FlinkType) -> arrow::datatypes::Field {
     if ty.kind == TypeKind::Time(0) {
         return arrow::datatypes::Field::new(name, DataType::Time32(TimeUnit::Second), ty.nullable);
     }
-    crate::connectors::pulsar::layout::plugin_field(name, ty)
+    crate::plugins::schema::plugin_field(name, ty)
 }
 
 /// One Arrow column of type `ty` holding `values` (`None`: NULL, a column the row leaves out).

@@ -6,8 +6,8 @@
 //! - [`format`], [`router`]: the runs per plugin kind (vectors, cost, hostile inputs).
 //! - [`hostile`]: the hostile inputs (truncated, mutated, random and oversized payloads or keys).
 //!
-//! Everything goes through the same [`Decoder`](super::Decoder) / [`Encoder`](super::Encoder) /
-//! [`Router`](super::Router) facades a job uses: same limits, same deadline, same checks of what the
+//! Everything goes through the same [`Decoder`](crate::plugins::Decoder) / [`Encoder`](crate::plugins::Encoder) /
+//! [`Router`](crate::plugins::Router) facades a job uses: same limits, same deadline, same checks of what the
 //! plugin returns.
 
 pub mod format;
@@ -19,9 +19,9 @@ pub mod vectors;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use super::error::{Failure, PluginError};
-use super::loader::Plugin;
-use super::manifest::{HOST_MAX_MEMORY_MIB, Kind};
+use crate::plugins::error::{Failure, PluginError};
+use crate::plugins::loader::Plugin;
+use crate::plugins::manifest::{HOST_MAX_MEMORY_MIB, Kind};
 use vectors::VectorFile;
 
 /// How much the kit runs.

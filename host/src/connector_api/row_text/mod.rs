@@ -1,17 +1,22 @@
-//! The text Flink's `print` connector writes for a row: its `RowDataPrintFunction` converts the row to an external
+//! The text Flink's `print` connector writes for a row (shared by the `print` connector and the SQL shell's
+//! tables): its `RowDataPrintFunction` converts the row to an external
 //! `Row` (`String`, `Float`, `BigDecimal`, `byte[]`, `LocalDateTime`, `Instant`, `Integer[]`, `HashMap`, nested
 //! `Row`) and prints `Row.toString()`: `+I[v1, v2, ...]`, NULL as `null` at every depth, strings as they are.
 //! Each value is written as Java writes that object; `tests/golden/vectors/print` holds Flink 1.18.1's own lines for
 //! every type (checked by `tests/print/golden_print.rs`).
 
+mod java_float;
+mod java_hash_map;
+mod java_time;
+
+pub use java_float::{double_to_string, float_to_string};
+
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
 
-use super::java_float::{double_to_string, float_to_string};
-use super::java_hash_map::{iteration_order, key_hash, timestamp_value};
-use super::java_time;
 use crate::connector_api::changelog::{self, RowKind};
+use java_hash_map::{iteration_order, key_hash, timestamp_value};
 
 /// `+I[v1, v2, ...]` for one row: its row kind (`+I`, `-U`, `+U`, `-D`; ADR 0016), then its values.
 pub fn format_row(batch: &RecordBatch, row: usize) -> String {
