@@ -113,7 +113,7 @@ enum DocsCommand {
 
 /// Two malloc arenas instead of glibc's default of eight per core: every thread that allocates (tokio's
 /// workers, the decode and sink threads) would otherwise get an arena of its own, each holding freed
-/// memory it does not return — 3-5 MB of a json read's ~50 MB peak (BENCHMARKS.md, "Memory").
+/// memory it does not return — 3-5 MB of a json read's ~50 MB peak (docs/benchmarks-history.md, "Memory").
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets a glibc allocator parameter; it runs first in main, before any other

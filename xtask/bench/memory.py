@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a reading job's resident memory goes: runs `pulsar(json) -> blackhole` on a topic until every row
 is read, then prints VmHWM and RSS by mapping (the binary's text / read-only / relocated data, heap and
-anonymous memory, the plugins' code) from /proc/<pid>/smaps. BENCHMARKS.md, "Memory".
+anonymous memory, the plugins' code) from /proc/<pid>/smaps. docs/benchmarks-history.md, "Memory".
 
 Usage: memory.py <pulsar-connect> <plugin-dir> <service-url> <admin-url> <topic> <rows> [<extra SET lines>]
 Environment: PC_WRAP, a command to run the job under (`heaptrack -o FILE`, `valgrind --tool=callgrind ...`);

@@ -3,7 +3,7 @@
 
 Why: the kernel maps a file-backed page fault with its neighbours ("fault-around", ~64-128 KB here), so
 the ~3 MB of code a job runs, spread over the binary's ~100 MB of .text, made ~47 MB of it resident.
-Linked next to each other those functions take a few MB (BENCHMARKS.md, "Memory").
+Linked next to each other those functions take a few MB (docs/benchmarks-history.md, "Memory").
 
 Input: callgrind outputs of representative runs made with `--demangle=no --compress-strings=no`
 (xtask/bench/symbol-order.sh makes them). Output: the mangled names of every function that ran, in the

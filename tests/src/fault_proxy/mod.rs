@@ -414,11 +414,19 @@ async fn pump(
                 apply(&shared, &conn, fault, true);
             }
         } else {
-            // Whole frames pass, but for one armed to be lost (see [`FaultProxy::lose`]).
-            let mut passed = Vec::with_capacity(n);
-            frames.feed(data, Some(&mut passed), &mut |kind| {
-                lose_armed(&shared, kind)
-            });
+            // Whole frames pass, but for one armed to be lost (see [`FaultProxy::lose`]) — on a Pulsar
+            // connection (the client's first command read: a broker answers only after it); anything
+            // else passes as it comes.
+            let pulsar = !conn.commands.lock().unwrap().is_empty();
+            let passed = if pulsar {
+                let mut passed = Vec::with_capacity(n);
+                frames.feed(data, Some(&mut passed), &mut |kind| {
+                    lose_armed(&shared, kind)
+                });
+                std::borrow::Cow::Owned(passed)
+            } else {
+                std::borrow::Cow::Borrowed(data)
+            };
             if forward(&shared, &mut to, &passed).await.is_err() {
                 return;
             }

@@ -140,7 +140,7 @@ const RECEIVER_QUEUE_FLOOR: u32 = 2_000;
 /// The receiver queue of each of a source subtask's `readers` split readers when the table does not set
 /// `pulsar.reader.receiver-queue-size`: 10 000 messages shared, 2 000 to 5 000 per split. With 1 000-message
 /// entries a queue of 2 000 leaves the broker two entries in flight and a fast read of one split waits on
-/// every flow grant (BENCHMARKS.md, "Sixth round": 5 000 cost 6–15 % less CPU per message and ~5 MB more
+/// every flow grant (docs/benchmarks-history.md, "Sixth round": 5 000 cost 6–15 % less CPU per message and ~5 MB more
 /// peak RSS); several splits keep enough in flight between them.
 pub fn default_receiver_queue(readers: usize) -> u32 {
     let readers = u32::try_from(readers.max(1)).unwrap_or(u32::MAX);
