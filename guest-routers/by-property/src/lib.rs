@@ -97,56 +97,9 @@ pulsar_connect_plugin::export_router!(ByProperty);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pulsar_connect_plugin::testing::router::{key_batch as batch, property_batch as props};
     use routing::GuestRouter as _;
-
-    fn batch(keys: &[Option<&[u8]>]) -> KeyBatch {
-        let mut b = KeyBatch {
-            count: keys.len() as u32,
-            data: Vec::new(),
-            offsets: vec![0],
-            present: keys
-                .iter()
-                .any(Option::is_none)
-                .then(|| vec![0; keys.len().div_ceil(8)]),
-        };
-        for (i, k) in keys.iter().enumerate() {
-            if let Some(k) = k {
-                b.data.extend_from_slice(k);
-                if let Some(p) = b.present.as_mut() {
-                    p[i / 8] |= 1 << (i % 8);
-                }
-            }
-            b.offsets.push(b.data.len() as u32);
-        }
-        b
-    }
-
-    fn props(messages: &[&[(&str, &str)]]) -> PropertyBatch {
-        let mut p = PropertyBatch {
-            message_offsets: vec![0],
-            names: Vec::new(),
-            name_offsets: vec![0],
-            values: Vec::new(),
-            value_offsets: vec![0],
-        };
-        for m in messages {
-            for (n, v) in *m {
-                p.names.extend_from_slice(n.as_bytes());
-                p.name_offsets.push(p.names.len() as u32);
-                p.values.extend_from_slice(v.as_bytes());
-                p.value_offsets.push(p.values.len() as u32);
-            }
-            p.message_offsets.push(p.name_offsets.len() as u32 - 1);
-        }
-        p
-    }
-
-    fn opts(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
+    use routing_core::vectors::options as opts;
 
     #[test]
     fn property_then_key_then_round_robin() {

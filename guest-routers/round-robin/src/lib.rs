@@ -83,40 +83,13 @@ pulsar_connect_plugin::export_router!(RoundRobin);
 
 #[cfg(test)]
 mod tests {
+    use pulsar_connect_plugin::testing::router::key_batch as batch;
+    use routing_core::vectors::options as opts;
     use routing_core::vectors::{PARTITION_COUNTS, Vectors};
     use routing_core::{base64, java_string_hash};
 
     use super::*;
     use routing::GuestRouter as _;
-
-    fn batch(keys: &[Option<&[u8]>]) -> KeyBatch {
-        let mut b = KeyBatch {
-            count: keys.len() as u32,
-            data: Vec::new(),
-            offsets: vec![0],
-            present: keys
-                .iter()
-                .any(Option::is_none)
-                .then(|| vec![0; keys.len().div_ceil(8)]),
-        };
-        for (i, k) in keys.iter().enumerate() {
-            if let Some(k) = k {
-                b.data.extend_from_slice(k);
-                if let Some(p) = b.present.as_mut() {
-                    p[i / 8] |= 1 << (i % 8);
-                }
-            }
-            b.offsets.push(b.data.len() as u32);
-        }
-        b
-    }
-
-    fn opts(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
 
     #[test]
     fn every_keyed_vector_through_route_batch() {

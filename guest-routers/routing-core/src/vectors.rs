@@ -60,3 +60,11 @@ impl Vectors {
             .collect()
     }
 }
+
+/// Options as the host passes them, from `(name, value)` pairs (for the routers' tests).
+pub fn options(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
