@@ -17,7 +17,7 @@ use super::engine::{DEFAULT_EPOCH_TICK, EpochTicker, build_engine};
 use super::error::{Phase, PluginError, Result};
 use super::manifest::{HOST_MAX_MEMORY_MIB, Kind, Manifest, WorldRef};
 use super::metrics::{PluginCounters, PluginMetrics};
-use super::reload::Versions;
+use super::reload::{VersionId, Versions};
 use super::state::{LogSink, PluginState};
 
 /// Settings of the plugin host.
@@ -276,4 +276,14 @@ pub fn read_manifests(dir: &PluginDir) -> anyhow::Result<Vec<(String, Result<Man
         .into_iter()
         .map(|n| (n.clone(), dir.read_manifest(&n)))
         .collect())
+}
+
+impl VersionId {
+    /// The build `p` is (a plugin names its versions in reports by it).
+    pub(crate) fn of(p: &PluginShared) -> VersionId {
+        VersionId {
+            version: p.manifest.version.clone(),
+            sha256: p.sha256.clone(),
+        }
+    }
 }

@@ -15,7 +15,6 @@ use anyhow::{anyhow, bail};
 use tracing::{error, info, warn};
 
 use super::error::Phase;
-use super::loader::PluginShared;
 use super::metrics::{PluginMetrics, ReloadOutcome};
 use super::{Plugin, PluginDir, PluginHost};
 
@@ -66,15 +65,6 @@ pub struct VersionId {
     pub version: String,
     /// The wasm's sha256.
     pub sha256: String,
-}
-
-impl VersionId {
-    pub(crate) fn of(p: &PluginShared) -> VersionId {
-        VersionId {
-            version: p.manifest.version.clone(),
-            sha256: p.sha256.clone(),
-        }
-    }
 }
 
 impl std::fmt::Display for VersionId {

@@ -11,7 +11,13 @@ use std::task::Poll;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::mpsc;
 
-use super::stages::Msg;
+/// What a sink subtask's input channel carries from a source subtask: rows, a checkpoint barrier (its id
+/// and the source's snapshot), the end of the input.
+pub(super) enum Msg {
+    Batch(RecordBatch),
+    Barrier(u64, serde_json::Value),
+    End,
+}
 
 struct Input {
     /// The source subtask's index within its pipeline.

@@ -10,6 +10,7 @@ use anyhow::Result;
 use arrow::record_batch::RecordBatch;
 use tokio::sync::{mpsc, watch};
 
+pub(super) use super::align::Msg;
 use super::align::{Delivery, Inputs};
 use super::telemetry::Metrics;
 use crate::connector_api::{Sink, Source, SourcePoll, changelog};
@@ -21,12 +22,6 @@ use crate::planner::Transform;
 #[derive(Debug, thiserror::Error)]
 #[error("the pipeline stopped")]
 pub(super) struct PipelineStopped;
-
-pub(super) enum Msg {
-    Batch(RecordBatch),
-    Barrier(u64, serde_json::Value),
-    End,
-}
 
 /// Coordinator → source task.
 pub(super) enum SourceCmd {
