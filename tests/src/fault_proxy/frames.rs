@@ -48,8 +48,9 @@ impl Frames {
             self.pending.extend_from_slice(data);
             data = &[];
             while self.pending.len() >= 8 {
-                let total = u32::from_be_bytes(self.pending[0..4].try_into().unwrap()) as usize;
-                let cmd = u32::from_be_bytes(self.pending[4..8].try_into().unwrap()) as usize;
+                let p = &self.pending;
+                let total = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize;
+                let cmd = u32::from_be_bytes([p[4], p[5], p[6], p[7]]) as usize;
                 if cmd + 4 > total {
                     self.broken = true;
                     if let Some(o) = out.as_deref_mut() {
