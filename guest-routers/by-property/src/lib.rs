@@ -10,6 +10,7 @@ use std::cell::RefCell;
 
 use pulsar_connect_plugin::messages::router_properties;
 use pulsar_connect_plugin::router_prelude::*;
+use routing_core::guest::Route;
 use routing_core::{
     OptionError, Spreader, Unkeyed, key_hash_partition, start_option, unkeyed_option,
 };
@@ -24,8 +25,8 @@ pub struct ByPropertyRouter {
     spread: RefCell<Spreader>,
 }
 
-impl ByPropertyRouter {
-    pub fn new(options: &[(String, String)]) -> Result<ByPropertyRouter, OptionError> {
+impl Route for ByPropertyRouter {
+    fn new(options: &[(String, String)]) -> Result<ByPropertyRouter, OptionError> {
         let property = routing_core::option(options, "property")
             .filter(|p| !p.is_empty())
             .ok_or_else(|| OptionError {
@@ -41,8 +42,7 @@ impl ByPropertyRouter {
         })
     }
 
-    /// One partition below `partitions` per message of `batch`.
-    pub fn route(
+    fn route(
         &self,
         batch: &KeyBatch,
         properties: Option<&PropertyBatch>,
@@ -63,36 +63,7 @@ impl ByPropertyRouter {
     }
 }
 
-fn config_error(e: OptionError) -> ConfigError {
-    ConfigError {
-        option: e.option,
-        message: e.message,
-    }
-}
-
-impl routing::Guest for ByProperty {
-    type Router = ByPropertyRouter;
-
-    fn create_router(options: Options) -> Result<routing::Router, ConfigError> {
-        ByPropertyRouter::new(&options)
-            .map(routing::Router::new)
-            .map_err(config_error)
-    }
-}
-
-impl routing::GuestRouter for ByPropertyRouter {
-    fn route_batch(
-        &self,
-        keys: KeyBatch,
-        properties: Option<PropertyBatch>,
-        partitions: u32,
-    ) -> Vec<u32> {
-        self.route(&keys, properties.as_ref(), partitions)
-    }
-}
-
-#[cfg(target_arch = "wasm32")]
-pulsar_connect_plugin::export_router!(ByProperty);
+routing_core::router_component!(ByProperty, ByPropertyRouter);
 
 #[cfg(test)]
 mod tests {
@@ -128,9 +99,10 @@ mod tests {
 
     #[test]
     fn the_property_is_required() {
-        let err = config_error(ByPropertyRouter::new(&[]).unwrap_err());
+        let err = ConfigError::from(ByPropertyRouter::new(&[]).unwrap_err());
         assert_eq!(err.option.as_deref(), Some("property"));
-        let err = config_error(ByPropertyRouter::new(&opts(&[("property", " ")])).unwrap_err());
+        let err =
+            ConfigError::from(ByPropertyRouter::new(&opts(&[("property", " ")])).unwrap_err());
         assert_eq!(err.option.as_deref(), Some("property"));
     }
 }

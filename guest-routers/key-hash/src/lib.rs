@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 
 use pulsar_connect_plugin::router_prelude::*;
+use routing_core::guest::Route;
 use routing_core::{
     OptionError, Spreader, Unkeyed, key_hash_partition, start_option, unkeyed_option,
 };
@@ -23,8 +24,8 @@ pub struct KeyHashRouter {
     spread: RefCell<Spreader>,
 }
 
-impl KeyHashRouter {
-    pub fn new(options: &[(String, String)]) -> Result<KeyHashRouter, OptionError> {
+impl Route for KeyHashRouter {
+    fn new(options: &[(String, String)]) -> Result<KeyHashRouter, OptionError> {
         let unkeyed = unkeyed_option(options, Unkeyed::PerMessage)?;
         let start = start_option(options)?;
         Ok(KeyHashRouter {
@@ -32,8 +33,12 @@ impl KeyHashRouter {
         })
     }
 
-    /// One partition below `partitions` per message of `batch`.
-    pub fn route(&self, batch: &KeyBatch, partitions: u32) -> Vec<u32> {
+    fn route(
+        &self,
+        batch: &KeyBatch,
+        _properties: Option<&PropertyBatch>,
+        partitions: u32,
+    ) -> Vec<u32> {
         let keys: Vec<Option<&[u8]>> = keys(batch).collect();
         self.spread.borrow_mut().route(keys.len(), partitions, |i| {
             keys[i].map(|k| key_hash_partition(k, partitions))
@@ -41,63 +46,19 @@ impl KeyHashRouter {
     }
 }
 
-fn config_error(e: OptionError) -> ConfigError {
-    ConfigError {
-        option: e.option,
-        message: e.message,
-    }
-}
-
-impl routing::Guest for KeyHash {
-    type Router = KeyHashRouter;
-
-    fn create_router(options: Options) -> Result<routing::Router, ConfigError> {
-        KeyHashRouter::new(&options)
-            .map(routing::Router::new)
-            .map_err(config_error)
-    }
-}
-
-impl routing::GuestRouter for KeyHashRouter {
-    fn route_batch(
-        &self,
-        keys: KeyBatch,
-        _properties: Option<PropertyBatch>,
-        partitions: u32,
-    ) -> Vec<u32> {
-        self.route(&keys, partitions)
-    }
-}
-
-#[cfg(target_arch = "wasm32")]
-pulsar_connect_plugin::export_router!(KeyHash);
+routing_core::router_component!(KeyHash, KeyHashRouter);
 
 #[cfg(test)]
 mod tests {
     use pulsar_connect_plugin::testing::router::key_batch as batch;
+    use routing_core::vectors::check_router;
     use routing_core::vectors::options as opts;
-    use routing_core::vectors::{PARTITION_COUNTS, Vectors};
 
     use super::*;
-    use routing::GuestRouter as _;
 
     #[test]
-    fn every_vector_through_route_batch() {
-        let v = Vectors::load();
-        let keys: Vec<Option<&[u8]>> = v.keys.iter().map(|k| Some(k.as_slice())).collect();
-        let b = batch(&keys);
-        let router = KeyHashRouter::new(&[]).unwrap();
-        let mut agree = 0;
-        for n in PARTITION_COUNTS {
-            let got = router.route_batch(b.clone(), None, n);
-            let want = v.column("key_hash", n);
-            assert_eq!(got.len(), want.len());
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(i64::from(*g), *w, "key {i}, {n} partitions");
-                agree += 1;
-            }
-        }
-        assert_eq!(agree, 160_000);
+    fn every_vector() {
+        assert_eq!(check_router::<KeyHashRouter>("key_hash"), 160_000);
     }
 
     #[test]
@@ -105,11 +66,11 @@ mod tests {
         let key: &[u8] = &[0x55, 0x07, 0x6f, 0x83];
         let router = KeyHashRouter::new(&[]).unwrap();
         for n in 1..=16 {
-            let p = router.route(&batch(&[Some(key)]), n)[0];
+            let p = router.route(&batch(&[Some(key)]), None, n)[0];
             assert_eq!(p, ((1u64 << 31) % u64::from(n)) as u32);
         }
-        assert_eq!(router.route(&batch(&[Some(key)]), 3), [2]);
-        assert_eq!(router.route(&batch(&[Some(key)]), 16), [0]);
+        assert_eq!(router.route(&batch(&[Some(key)]), None, 3), [2]);
+        assert_eq!(router.route(&batch(&[Some(key)]), None, 16), [0]);
     }
 
     #[test]
@@ -117,26 +78,29 @@ mod tests {
         let router = KeyHashRouter::new(&opts(&[("unkeyed", "per-message")])).unwrap();
         let b = batch(&[None, Some(b"hello"), None, None, Some(b""), None]);
         // hello -> 1 of 6 (reference value), "" -> 0, the unkeyed ones 0, 1, 2, 3.
-        assert_eq!(router.route(&b, 6), [0, 1, 1, 2, 0, 3]);
-        assert_eq!(router.route(&batch(&[None, None]), 6), [4, 5]);
+        assert_eq!(router.route(&b, None, 6), [0, 1, 1, 2, 0, 3]);
+        assert_eq!(router.route(&batch(&[None, None]), None, 6), [4, 5]);
         let router = KeyHashRouter::new(&opts(&[("start-partition", "4")])).unwrap();
-        assert_eq!(router.route(&batch(&[None, None, None]), 5), [4, 0, 1]);
+        assert_eq!(
+            router.route(&batch(&[None, None, None]), None, 5),
+            [4, 0, 1]
+        );
     }
 
     #[test]
     fn unkeyed_messages_per_batch() {
         let router = KeyHashRouter::new(&opts(&[("unkeyed", "per-batch")])).unwrap();
         assert_eq!(
-            router.route(&batch(&[None, None, Some(b"key1")]), 6),
+            router.route(&batch(&[None, None, Some(b"key1")]), None, 6),
             [0, 0, 5]
         );
-        assert_eq!(router.route(&batch(&[None, None]), 6), [1, 1]);
+        assert_eq!(router.route(&batch(&[None, None]), None, 6), [1, 1]);
     }
 
     #[test]
     fn bad_options_are_refused() {
         let err = KeyHashRouter::new(&opts(&[("unkeyed", "random")])).unwrap_err();
-        let err = config_error(err);
+        let err = ConfigError::from(err);
         assert_eq!(err.option.as_deref(), Some("unkeyed"));
         assert!(err.message.contains("per-message, per-batch"));
     }

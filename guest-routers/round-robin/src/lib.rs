@@ -15,6 +15,7 @@
 use std::cell::RefCell;
 
 use pulsar_connect_plugin::router_prelude::*;
+use routing_core::guest::Route;
 use routing_core::{
     KeyAs, OptionError, Spreader, Unkeyed, java_default_partition, key_as_option, start_option,
     unkeyed_option,
@@ -30,8 +31,8 @@ pub struct RoundRobinRouter {
     spread: RefCell<Spreader>,
 }
 
-impl RoundRobinRouter {
-    pub fn new(options: &[(String, String)]) -> Result<RoundRobinRouter, OptionError> {
+impl Route for RoundRobinRouter {
+    fn new(options: &[(String, String)]) -> Result<RoundRobinRouter, OptionError> {
         let key_as = key_as_option(options)?;
         let unkeyed = unkeyed_option(options, Unkeyed::PerBatch)?;
         let start = start_option(options)?;
@@ -41,8 +42,12 @@ impl RoundRobinRouter {
         })
     }
 
-    /// One partition below `partitions` per message of `batch`.
-    pub fn route(&self, batch: &KeyBatch, partitions: u32) -> Vec<u32> {
+    fn route(
+        &self,
+        batch: &KeyBatch,
+        _properties: Option<&PropertyBatch>,
+        partitions: u32,
+    ) -> Vec<u32> {
         let keys: Vec<Option<&[u8]>> = keys(batch).collect();
         self.spread.borrow_mut().route(keys.len(), partitions, |i| {
             keys[i].map(|k| java_default_partition(k, self.key_as, partitions))
@@ -50,64 +55,20 @@ impl RoundRobinRouter {
     }
 }
 
-fn config_error(e: OptionError) -> ConfigError {
-    ConfigError {
-        option: e.option,
-        message: e.message,
-    }
-}
-
-impl routing::Guest for RoundRobin {
-    type Router = RoundRobinRouter;
-
-    fn create_router(options: Options) -> Result<routing::Router, ConfigError> {
-        RoundRobinRouter::new(&options)
-            .map(routing::Router::new)
-            .map_err(config_error)
-    }
-}
-
-impl routing::GuestRouter for RoundRobinRouter {
-    fn route_batch(
-        &self,
-        keys: KeyBatch,
-        _properties: Option<PropertyBatch>,
-        partitions: u32,
-    ) -> Vec<u32> {
-        self.route(&keys, partitions)
-    }
-}
-
-#[cfg(target_arch = "wasm32")]
-pulsar_connect_plugin::export_router!(RoundRobin);
+routing_core::router_component!(RoundRobin, RoundRobinRouter);
 
 #[cfg(test)]
 mod tests {
     use pulsar_connect_plugin::testing::router::key_batch as batch;
     use routing_core::vectors::options as opts;
-    use routing_core::vectors::{PARTITION_COUNTS, Vectors};
+    use routing_core::vectors::{Vectors, check_router};
     use routing_core::{base64, java_string_hash};
 
     use super::*;
-    use routing::GuestRouter as _;
 
     #[test]
-    fn every_keyed_vector_through_route_batch() {
-        let v = Vectors::load();
-        let keys: Vec<Option<&[u8]>> = v.keys.iter().map(|k| Some(k.as_slice())).collect();
-        let b = batch(&keys);
-        let router = RoundRobinRouter::new(&[]).unwrap();
-        let mut agree = 0;
-        for n in PARTITION_COUNTS {
-            let got = router.route_batch(b.clone(), None, n);
-            let want = v.column("java_default", n);
-            assert_eq!(got.len(), want.len());
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(i64::from(*g), *w, "key {i}, {n} partitions");
-                agree += 1;
-            }
-        }
-        assert_eq!(agree, 160_000);
+    fn every_keyed_vector() {
+        assert_eq!(check_router::<RoundRobinRouter>("java_default"), 160_000);
     }
 
     #[test]
@@ -120,7 +81,7 @@ mod tests {
             keys.push(None);
         }
         let router = RoundRobinRouter::new(&opts(&[("unkeyed", "per-message")])).unwrap();
-        let got = router.route(&batch(&keys), 7);
+        let got = router.route(&batch(&keys), None, 7);
         let want = v.column("java_default", 7);
         for i in 0..500 {
             assert_eq!(i64::from(got[2 * i]), want[i]);
@@ -131,26 +92,29 @@ mod tests {
     #[test]
     fn unkeyed_messages_move_on_per_batch_by_default() {
         let router = RoundRobinRouter::new(&[]).unwrap();
-        assert_eq!(router.route(&batch(&[None, None, None]), 4), [0, 0, 0]);
         assert_eq!(
-            router.route(&batch(&[None, Some(b"abc"), None]), 4),
+            router.route(&batch(&[None, None, None]), None, 4),
+            [0, 0, 0]
+        );
+        assert_eq!(
+            router.route(&batch(&[None, Some(b"abc"), None]), None, 4),
             [1, 96_354 % 4, 1]
         );
         // Only keyed messages: the rotation stays.
-        assert_eq!(router.route(&batch(&[Some(b"abc")]), 4), [2]);
-        assert_eq!(router.route(&batch(&[None]), 4), [2]);
-        assert_eq!(router.route(&batch(&[None]), 4), [3]);
-        assert_eq!(router.route(&batch(&[None]), 4), [0]);
+        assert_eq!(router.route(&batch(&[Some(b"abc")]), None, 4), [2]);
+        assert_eq!(router.route(&batch(&[None]), None, 4), [2]);
+        assert_eq!(router.route(&batch(&[None]), None, 4), [3]);
+        assert_eq!(router.route(&batch(&[None]), None, 4), [0]);
         let router = RoundRobinRouter::new(&opts(&[("start-partition", "3")])).unwrap();
-        assert_eq!(router.route(&batch(&[None, None]), 4), [3, 3]);
-        assert_eq!(router.route(&batch(&[None, None]), 4), [0, 0]);
+        assert_eq!(router.route(&batch(&[None, None]), None, 4), [3, 3]);
+        assert_eq!(router.route(&batch(&[None, None]), None, 4), [0, 0]);
     }
 
     #[test]
     fn key_as_base64_hashes_the_base64_text() {
         let router = RoundRobinRouter::new(&opts(&[("key-as", "base64")])).unwrap();
         let keys: [&[u8]; 3] = [b"key-1", &[0xff, 0xfe, 0x00], b""];
-        let got = router.route(&batch(&keys.map(Some)), 16);
+        let got = router.route(&batch(&keys.map(Some)), None, 16);
         let want: Vec<u32> = keys
             .iter()
             .map(|k| java_string_hash(&base64(k)) % 16)
@@ -160,10 +124,12 @@ mod tests {
 
     #[test]
     fn bad_options_are_refused() {
-        let err = config_error(RoundRobinRouter::new(&opts(&[("key-as", "hex")])).unwrap_err());
-        assert_eq!(err.option.as_deref(), Some("key-as"));
         let err =
-            config_error(RoundRobinRouter::new(&opts(&[("start-partition", "-2")])).unwrap_err());
+            ConfigError::from(RoundRobinRouter::new(&opts(&[("key-as", "hex")])).unwrap_err());
+        assert_eq!(err.option.as_deref(), Some("key-as"));
+        let err = ConfigError::from(
+            RoundRobinRouter::new(&opts(&[("start-partition", "-2")])).unwrap_err(),
+        );
         assert_eq!(err.option.as_deref(), Some("start-partition"));
     }
 }

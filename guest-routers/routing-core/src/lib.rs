@@ -287,6 +287,8 @@ pub fn start_option(options: &[(String, String)]) -> Result<u64, OptionError> {
     }
 }
 
+#[cfg(feature = "guest")]
+pub mod guest;
 #[cfg(any(test, feature = "vectors"))]
 pub mod vectors;
 

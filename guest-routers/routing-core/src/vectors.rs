@@ -61,6 +61,44 @@ impl Vectors {
     }
 }
 
+impl Vectors {
+    /// Checks `route` (every key of the vectors at once, and a partition count) against column
+    /// `name` for every partition count the vectors cover; panics naming the key and the count at the
+    /// first disagreement. Returns how many partitions agreed (10 000 keys × 16 counts).
+    pub fn check(
+        &self,
+        name: &str,
+        mut route: impl FnMut(&[Option<&[u8]>], u32) -> Vec<u32>,
+    ) -> usize {
+        let keys: Vec<Option<&[u8]>> = self.keys.iter().map(|k| Some(k.as_slice())).collect();
+        let mut agree = 0;
+        for n in PARTITION_COUNTS {
+            let got = route(&keys, n);
+            let want = self.column(name, n);
+            assert_eq!(got.len(), want.len(), "{name}, {n} partitions: one per key");
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    i64::from(*g),
+                    *w,
+                    "{name}: key {i} ({:?}), {n} partitions",
+                    String::from_utf8_lossy(&self.keys[i])
+                );
+                agree += 1;
+            }
+        }
+        agree
+    }
+}
+
+/// Checks router `R`, built without options, against column `name` for every key and partition count
+/// (one batch of all keys per count); returns how many partitions agreed.
+#[cfg(feature = "guest")]
+pub fn check_router<R: crate::guest::Route>(name: &str) -> usize {
+    use pulsar_connect_plugin::testing::router::key_batch;
+    let router = R::new(&[]).unwrap_or_else(|e| panic!("the router without options: {e}"));
+    Vectors::load().check(name, |keys, n| router.route(&key_batch(keys), None, n))
+}
+
 /// Options as the host passes them, from `(name, value)` pairs (for the routers' tests).
 pub fn options(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
