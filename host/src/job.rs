@@ -112,8 +112,9 @@ pub async fn load_statements(
     text: &str,
     registry: &Registry,
 ) -> Result<Job, JobErrors> {
-    let catalog = checked_catalog(&statements, registry).map_err(JobErrors)?;
+    let mut catalog = checked_catalog(&statements, registry).map_err(JobErrors)?;
     let inserts = sql::inserts(&statements);
+    catalog::apply_hints(&mut catalog, &inserts, registry).map_err(JobErrors)?;
     if inserts.is_empty() {
         return Err(JobErrors(vec![
             "the job has no INSERT statement: nothing to run".into(),

@@ -7,6 +7,7 @@
 //! Run one file's tests with `cargo test --release -p pulsar-connect-tests --test e2e pulsar_source::`.
 
 mod big_rows;
+mod bounded;
 mod changelog;
 mod exactly_once;
 mod failover;

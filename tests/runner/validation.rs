@@ -281,3 +281,159 @@ async fn subscription_types_and_what_they_combine_with() {
         accepted(&copy("exactly-once").replace("'Failover'", &format!("'{kind}'"))).await;
     }
 }
+
+/// `source.stop.*` (issue 51): the Apache connector's values and rules, each error naming the table and
+/// the option.
+#[tokio::test]
+async fn stop_cursors_are_validated() {
+    for opt in [
+        "'source.stop.at-message-id' = 'never'",
+        "'source.stop.at-message-id' = 'latest'",
+        "'source.stop.at-message-id' = '42:1012:0'",
+        "'source.stop.after-message-id' = '42:1012:-1'",
+        "'source.stop.at-publish-time' = '1700000000000'",
+    ] {
+        accepted(&read_job("a STRING", &format!("'format' = 'raw', {opt}"))).await;
+    }
+    for (opt, allowed) in [
+        (
+            "'source.stop.at-message-id' = 'earliest'",
+            "'never', 'latest' or a message id",
+        ),
+        (
+            "'source.stop.at-message-id' = '-1:-1:-1'",
+            "earliest message",
+        ),
+        (
+            "'source.stop.at-message-id' = '42:1012'",
+            "three ':'-separated numbers",
+        ),
+        (
+            "'source.stop.at-message-id' = '42:1012:0:3'",
+            "three ':'-separated numbers",
+        ),
+        (
+            "'source.stop.after-message-id' = 'latest'",
+            "three ':'-separated numbers",
+        ),
+        ("'source.stop.after-message-id' = 'x:1:0'", "ledger id"),
+    ] {
+        let option = opt.split('\'').nth(1).unwrap();
+        refused(
+            &read_job("a STRING", &format!("'format' = 'raw', {opt}")),
+            &["table 't'", &format!("'{option}'"), allowed],
+        )
+        .await;
+    }
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'source.stop.at-publish-time' = 'yesterday'",
+        ),
+        &["table 't'", "'source.stop.at-publish-time'"],
+    )
+    .await;
+    // One stop cursor per table.
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'source.stop.at-message-id' = 'latest', 'source.stop.at-publish-time' = '1'",
+        ),
+        &["table 't'", "'source.stop.at-message-id' and 'source.stop.at-publish-time' are mutually exclusive"],
+    )
+    .await;
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'source.stop.after-message-id' = '1:2:0', 'source.stop.at-message-id' = '1:2:0'",
+        ),
+        &["mutually exclusive"],
+    )
+    .await;
+    // A bounded read is read by one process, from the partitions that exist when it starts.
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'source.stop.at-message-id' = 'latest', 'subscription-type' = 'Shared'",
+        ),
+        &["table 't'", "'source.stop.at-message-id'", "'subscription-type' = 'Exclusive'"],
+    )
+    .await;
+    refused(
+        &read_job(
+            "a STRING",
+            "'format' = 'raw', 'source.stop.at-publish-time' = '5', 'partition.discovery.interval-millis' = '1000'",
+        ),
+        &["table 't'", "'source.stop.at-publish-time'", "'partition.discovery.interval-millis'"],
+    )
+    .await;
+}
+
+/// OPTIONS hints (issue 51): merged over the table's options and checked with them as one set, on a
+/// source and on an INSERT's target; refused when `table.dynamic-table-options.enabled` is false.
+#[tokio::test]
+async fn options_hints_are_checked_as_one_set_with_the_tables_options() {
+    let job = |hint: &str, target_hint: &str| {
+        format!(
+            "CREATE TABLE t (a STRING) WITH ('connector' = 'pulsar', {URL}, 'topic' = 'in', 'format' = 'raw');\n\
+             CREATE TABLE out_t (a STRING) WITH ('connector' = 'pulsar', {URL}, 'topic' = 'out', 'format' = 'raw');\n\
+             INSERT INTO out_t {target_hint} SELECT * FROM t {hint};"
+        )
+    };
+    accepted(&job(
+        "/*+ OPTIONS('scan.startup.mode' = 'earliest', 'source.stop.at-message-id' = 'latest') */",
+        "/*+ OPTIONS('sink.semantic' = 'exactly-once') */",
+    ))
+    .await;
+    // Flink's query hints other than OPTIONS stay comments.
+    accepted(&job("", "").replace("SELECT *", "SELECT /*+ BROADCAST(t) */ *")).await;
+    refused(
+        &job("/*+ OPTIONS('scan.startup.mode' = 'yesterday') */", ""),
+        &[
+            "table 't'",
+            "'scan.startup.mode'",
+            "earliest",
+            "OPTIONS hint at line 3",
+        ],
+    )
+    .await;
+    refused(
+        &job("", "/*+ OPTIONS('sink.semantic' = 'twice') */"),
+        &[
+            "table 'out_t'",
+            "'sink.semantic'",
+            "exactly-once",
+            "OPTIONS hint at line 3",
+        ],
+    )
+    .await;
+    // As one set: the hint's stop cursor with the table's own subscription type.
+    refused(
+        &job("/*+ OPTIONS('source.stop.at-message-id' = 'latest') */", "").replace(
+            "'format' = 'raw');\nCREATE TABLE out_t",
+            "'format' = 'raw', 'subscription-type' = 'Shared');\nCREATE TABLE out_t",
+        ),
+        &[
+            "table 't'",
+            "'source.stop.at-message-id'",
+            "'subscription-type' = 'Exclusive'",
+        ],
+    )
+    .await;
+    refused(
+        &job("/*+ OPTIONS('scan.startup.mode' = 'earliest') */", "").replace(
+            "CREATE TABLE t ",
+            "SET 'table.dynamic-table-options.enabled' = 'false';\nCREATE TABLE t ",
+        ),
+        &[
+            "OPTIONS hint on table 't'",
+            "'table.dynamic-table-options.enabled' = 'false'",
+        ],
+    )
+    .await;
+    refused(
+        &job("/*+ OPTIONS('scan.startup.mode') */", ""),
+        &["line 3", "'key' = 'value'"],
+    )
+    .await;
+}

@@ -167,6 +167,22 @@ impl RunningJob {
         Ok((summary?, rows))
     }
 
+    /// Waits at most `timeout` for the job to end by itself (every source bounded and done) and returns
+    /// its summary and rows.
+    pub async fn finish(self, timeout: Duration) -> Result<(RunSummary, Vec<String>)> {
+        let rows = self.rows.clone();
+        let summary = tokio::time::timeout(timeout, self.handle)
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "the job did not end by itself within {timeout:?} ({} rows collected)",
+                    rows.lock().unwrap().len()
+                )
+            })??;
+        let rows = rows.lock().unwrap().clone();
+        Ok((summary?, rows))
+    }
+
     /// The job's error, waiting at most `timeout` for it to fail.
     pub async fn failure(self, timeout: Duration) -> String {
         match tokio::time::timeout(timeout, self.handle).await {

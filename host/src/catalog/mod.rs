@@ -6,6 +6,10 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 
+mod hints;
+
+pub use hints::apply_hints;
+
 use crate::connector_api::Registry;
 pub use crate::connector_api::{CatalogTable, JobSettings, column_field, settings};
 use crate::options::OptionError;

@@ -19,6 +19,7 @@ pub const BATCH_SIZE: &str = "table.exec.mini-batch.size";
 pub const BATCH_LINGER: &str = "table.exec.mini-batch.allow-latency";
 pub const NOT_NULL_ENFORCER: &str = "table.exec.sink.not-null-enforcer";
 pub const PARALLELISM_DEFAULT: &str = "parallelism.default";
+pub const DYNAMIC_OPTIONS: &str = "table.dynamic-table-options.enabled";
 /// The most subtasks one side of an INSERT may have.
 pub const MAX_PARALLELISM: i64 = 1024;
 
@@ -37,6 +38,7 @@ pub static JOB_OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
             OptionDecl::int(BATCH_SIZE, 1, 1_000_000, "Maximum rows per batch handed from a source to the pipeline.").default("4096"),
             OptionDecl::duration(BATCH_LINGER, "How long a source may hold rows to fill a batch. Unset (the default): adaptive — a batch is handed on as soon as the source has nothing more received for it, and grows towards `table.exec.mini-batch.size` only while more rows are already waiting, so rows never wait for a timer. `0ms`: every poll's rows are handed on at once. A longer value waits up to that long for a batch to fill (fewer, larger batches at moderate rates, at the cost of latency)."),
             OptionDecl::int(PARALLELISM_DEFAULT, 1, MAX_PARALLELISM, "Subtasks per INSERT for the sources and sinks that read and write in parallel (the Pulsar source and sink, `blackhole`) when the table sets no `scan.parallelism` / `sink.parallelism`. Each source subtask reads its share of the splits (topic partitions, key ranges) with its own decoders and transform, and feeds one sink subtask, so the rows of a partition stay in order. Unset: as many as the process has cores, capped by the number of splits; the sinks take the sources' number (docs/adr/0015)."),
+            OptionDecl::boolean(DYNAMIC_OPTIONS, "Whether a query may set a table's options for itself with a hint, `FROM t /*+ OPTIONS('k' = 'v') */` or `INSERT INTO t /*+ OPTIONS(...) */` (merged over the table's own and checked with them as one set; Flink's key and default). `false`: such a hint is an error.").default("true"),
             OptionDecl::enumeration(NOT_NULL_ENFORCER, &["ERROR", "DROP"], "What to do when a NULL is written to a NOT NULL sink column: fail the job, or drop the row (counted as skipped).").default("ERROR"),
             OptionDecl::enumeration(rs::TYPE, rs::TYPES, "What happens when the job fails (Flink's restart strategies; docs/adr/0025). `disable` / `none` / `off`: the process ends (exit 1). `fixed-delay`: restart after `restart-strategy.fixed-delay.delay`, at most `restart-strategy.fixed-delay.attempts` times. `failure-rate`: restart after `restart-strategy.failure-rate.delay` while at most `restart-strategy.failure-rate.max-failures-per-interval` failures fall within `restart-strategy.failure-rate.failure-rate-interval`. `exponential-delay`: restart after a backoff that grows by `backoff-multiplier` up to `max-backoff`, with ± `jitter-factor`, reset after the job ran `reset-backoff-threshold`. A restart reads again from the last checkpoint, as the process's own fresh run of the same command line; each one is logged with its cause and counted on the status page. Once a strategy is set every failure counts, a rewind (a moved partition, a conflicting acknowledgement) too. Unset (unlike Flink, which then restarts every failure with exponential-delay): a rewind restarts after 1 s without limit and any other failure ends the process, for its supervisor to decide. The old key `restart-strategy` is read too. The sub-keys' defaults are Flink's, applied by the strategy, so the SQL shell's `SET;` lists only the sub-keys written.").aliases(&["restart-strategy"]),
             OptionDecl::int(rs::FIXED_ATTEMPTS, 1, i32::MAX as i64, "fixed-delay: how many restarts before a failure ends the job. Default: `1`."),
@@ -71,6 +73,8 @@ pub struct JobSettings {
     pub parallelism: Option<usize>,
     /// `restart-strategy.*`.
     pub restart: RestartStrategy,
+    /// `table.dynamic-table-options.enabled`: OPTIONS hints allowed.
+    pub dynamic_table_options: bool,
     /// Every SET pair, for display.
     pub raw: ResolvedOptions,
 }
@@ -132,6 +136,7 @@ pub fn resolve(sets: &[(String, String, Pos)]) -> anyhow::Result<(JobSettings, V
             drop_null_violations: r.get(NOT_NULL_ENFORCER) == Some("DROP"),
             parallelism: r.get_i64(PARALLELISM_DEFAULT).map(|n| n.max(1) as usize),
             restart: RestartStrategy::from_settings(&r),
+            dynamic_table_options: r.get_bool(DYNAMIC_OPTIONS).unwrap_or(true),
             raw: r,
         },
         warnings,

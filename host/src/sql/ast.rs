@@ -103,6 +103,8 @@ pub struct Insert {
     /// Where the query starts in the job file.
     pub query_pos: Pos,
     pub pos: Pos,
+    /// The `/*+ OPTIONS(...) */` hints on its tables (the target's and the query's).
+    pub hints: Vec<super::TableHint>,
 }
 
 /// Every INSERT of a script, in order (statement sets flattened).

@@ -9,6 +9,14 @@ use super::{Pos, Result, SqlError};
 
 /// The tokens of `text` without whitespace, each with its line and column.
 pub(super) fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>> {
+    Ok(tokenize_all(text)?
+        .into_iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .collect())
+}
+
+/// Every token of `text`, whitespace and comments included, each with its line and column.
+pub(super) fn tokenize_all(text: &str) -> Result<Vec<TokenWithSpan>> {
     let dialect = GenericDialect {};
     let tokens = Tokenizer::new(&dialect, text)
         .with_unescape(false)
@@ -20,10 +28,7 @@ pub(super) fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>> {
             },
             message: e.message.clone(),
         })?;
-    Ok(tokens
-        .into_iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect())
+    Ok(tokens)
 }
 
 /// The position just after the last character of `text` (where "end of file" errors point).
@@ -39,6 +44,8 @@ pub(super) fn end_pos(text: &str) -> Pos {
 
 pub(super) struct Parser {
     pub(super) tokens: Vec<TokenWithSpan>,
+    /// OPTIONS hints, each with the index of its table name in `tokens` ([`super::hints`]).
+    pub(super) hints: Vec<(usize, super::TableHint)>,
     pub(super) idx: usize,
     /// Where errors at the end of the tokens point.
     pub(super) end_pos: Pos,
@@ -48,6 +55,7 @@ impl Parser {
     pub(super) fn new(tokens: Vec<TokenWithSpan>, end_pos: Pos) -> Self {
         Parser {
             tokens,
+            hints: Vec::new(),
             idx: 0,
             end_pos,
         }

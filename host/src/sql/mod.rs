@@ -10,6 +10,7 @@
 mod ast;
 mod cursor;
 mod ddl;
+mod hints;
 mod parser;
 mod row_kind;
 pub mod translate;
@@ -19,6 +20,7 @@ pub mod types;
 pub use ast::{
     ColumnDef, ColumnKind, CreateTable, Insert, Pos, SqlError, Statement, Watermark, inserts,
 };
+pub use hints::{TableHint, hinted_name};
 pub use parser::parse_script;
 pub use row_kind::{ChangelogMode, RowKind};
 pub use type_parser::parse_type;

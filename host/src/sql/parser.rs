@@ -11,7 +11,9 @@ use super::translate;
 
 /// Parses a whole job file.
 pub fn parse_script(text: &str) -> Result<Vec<Statement>> {
-    let mut p = Parser::new(cursor::tokenize(text)?, cursor::end_pos(text));
+    let (tokens, hints) = super::hints::extract(cursor::tokenize_all(text)?)?;
+    let mut p = Parser::new(tokens, cursor::end_pos(text));
+    p.hints = hints;
     let mut out = Vec::new();
     loop {
         while p.eat(&Token::SemiColon) {}
@@ -140,6 +142,7 @@ impl Parser {
 
     fn insert(&mut self) -> Result<Insert> {
         let pos = self.pos();
+        let first = self.idx;
         self.expect_kw(Keyword::INSERT, "INSERT")?;
         if self.is_kw(Keyword::OVERWRITE) {
             return self
@@ -198,12 +201,19 @@ impl Parser {
             self.idx += 1;
         }
         let query = translate::to_datafusion(&self.tokens[start..self.idx])?;
+        let hints = self
+            .hints
+            .iter()
+            .filter(|(i, _)| (first..self.idx).contains(i))
+            .map(|(_, h)| h.clone())
+            .collect();
         Ok(Insert {
             table,
             columns,
             query,
             query_pos,
             pos,
+            hints,
         })
     }
 

@@ -50,6 +50,7 @@ pub async fn run(session: &Session, piece: &Piece, out: &mut dyn Write) -> Resul
     static SELECTS: AtomicU64 = AtomicU64::new(0);
     let insert = parse(piece)?;
     let mut catalog = session.catalog()?;
+    crate::catalog::apply_hints(&mut catalog, &[&insert], &session.registry)?;
     let schema = planner::query_schema(&catalog, &insert.query, insert.query_pos)
         .await
         .map_err(|e| vec![format!("{e:#}")])?;

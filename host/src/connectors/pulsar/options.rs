@@ -56,6 +56,9 @@ pub const STARTUP_TIMESTAMP: &str = "scan.startup.timestamp-millis";
 pub const STARTUP_SUB_NAME: &str = "scan.startup.sub-name";
 pub const STARTUP_SUB_START: &str = "scan.startup.sub-start-offset";
 pub const STARTUP_SPECIFIC_OFFSETS: &str = "scan.startup.specific-offsets";
+pub const STOP_AT_MESSAGE_ID: &str = "source.stop.at-message-id";
+pub const STOP_AFTER_MESSAGE_ID: &str = "source.stop.after-message-id";
+pub const STOP_AT_PUBLISH_TIME: &str = "source.stop.at-publish-time";
 pub const SEMANTIC: &str = "sink.semantic";
 pub const DEAD_LETTER: &str = "sink.dead-letter-topic";
 pub const ROUTER: &str = "sink.message-router";
@@ -411,6 +414,23 @@ fn top_level_decls() -> Vec<OptionDecl> {
         )
         .default("latest"),
         OptionDecl::int("scan.startup.timestamp-millis", 0, i64::MAX, "Source, `timestamp`: first publish time to read, ms since the epoch.").hint("(ms since the epoch)"),
+        OptionDecl::string(
+            STOP_AT_MESSAGE_ID,
+            "Source, bounded: read each partition up to this message id, excluded (`ledger:entry:partition`, compared with every message id as the Java client compares them: ledger, entry, partition, batch index), then end; `latest`: up to each partition's last message when its reader opens, included; `never` (the default): unbounded. A partition whose last message lies before the cursor ends there, and an empty one at once. When every source of an INSERT has ended, the job takes a final checkpoint and `run` exits 0 (docs/bounded.md).",
+        )
+        .hint("('never', 'latest' or 'ledger:entry:partition')"),
+        OptionDecl::string(
+            STOP_AFTER_MESSAGE_ID,
+            "Source, bounded: read each partition up to this message id, included (`ledger:entry:partition`), then end (see `source.stop.at-message-id`).",
+        )
+        .hint("('ledger:entry:partition')"),
+        OptionDecl::int(
+            STOP_AT_PUBLISH_TIME,
+            0,
+            i64::MAX,
+            "Source, bounded: read each partition up to the first message published at or after this time (ms since the epoch), excluded, then end; a time already past also ends each partition at its last message when its reader opens.",
+        )
+        .hint("(ms since the epoch)"),
         OptionDecl::string("format", "Format plugin of the message value (`json`, `avro`, `csv`, `raw` or a plugin of the plugin directory).").aliases(&["value.format"]),
         OptionDecl::string("key.format", "Format plugin of the message key; requires `key.fields`."),
         OptionDecl::string("key.fields", "Physical columns in the message key, separated by `;` or `,`; requires `key.format`."),
@@ -442,6 +462,9 @@ pub static OPTIONS: LazyLock<OptionSet> = LazyLock::new(|| {
         vec![
             Rule::MutuallyExclusive(TOPIC, TOPIC_PATTERN),
             Rule::OneOf(&[TOPIC, TOPIC_PATTERN]),
+            Rule::MutuallyExclusive(STOP_AT_MESSAGE_ID, STOP_AFTER_MESSAGE_ID),
+            Rule::MutuallyExclusive(STOP_AT_MESSAGE_ID, STOP_AT_PUBLISH_TIME),
+            Rule::MutuallyExclusive(STOP_AFTER_MESSAGE_ID, STOP_AT_PUBLISH_TIME),
             Rule::RequiredWhen {
                 option: STARTUP_MODE,
                 equals: "timestamp",

@@ -12,6 +12,7 @@
 
 mod position;
 mod split_set;
+mod stop;
 mod subscribe;
 
 use std::cmp::Ordering;
@@ -27,6 +28,8 @@ use magnetar::runtime_tokio::Consumer;
 pub use position::{SplitCheckpoint, StartPosition, compare_positions, resolve_latest, state_key};
 use position::{is_empty_marker, position_id};
 pub use split_set::SplitSet;
+use stop::EndCheck;
+pub use stop::{SplitEnd, StopCursor, java_compare, resolve_end};
 use subscribe::subscribe_at;
 pub use subscribe::{
     DEFAULT_RECEIVER_QUEUE, DataLossPolicy, KeyRange, Subscribing, SubscriptionKind, consumer_name,
@@ -72,6 +75,11 @@ pub struct SplitReader {
     last_received: std::time::Instant,
     /// Whether [`Self::rewind_if_idle`] asked for redelivery since then.
     idle_rewound: bool,
+    /// A bounded table: the split's end, as recorded and as checked.
+    end: Option<SplitEnd>,
+    end_check: Option<EndCheck>,
+    /// Everything up to the end was handed out.
+    finished: bool,
 }
 
 impl SplitReader {
@@ -219,7 +227,56 @@ impl SplitReader {
             seen: None,
             last_received: std::time::Instant::now(),
             idle_rewound: false,
+            end: None,
+            end_check: None,
+            finished: false,
         })
+    }
+
+    /// Bounds the split by the table's stop cursor: the end `recorded` in the checkpoint this reader
+    /// resumes from, else `cursor` resolved against the split's last message now. A split with nothing
+    /// left to read up to its end is finished at once.
+    pub async fn bound(&mut self, cursor: &StopCursor, recorded: Option<SplitEnd>) -> Result<()> {
+        if !cursor.is_bounded() {
+            return Ok(());
+        }
+        let end = match recorded {
+            Some(end) => Some(end),
+            None => {
+                let last = self.consumer.last_message_id().await.with_context(|| {
+                    format!("getting the last message id of {}", self.split.topic)
+                })?;
+                let last = (!is_empty_marker(&last)).then_some(last);
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64);
+                resolve_end(cursor, last.as_ref(), now)
+            }
+        };
+        let publish_time = match cursor {
+            StopCursor::AtPublishTime(t) => Some(*t),
+            _ => None,
+        };
+        self.end_check = EndCheck::new(end.as_ref(), publish_time);
+        self.end = end;
+        if let Some(check) = &self.end_check {
+            self.finished = check.is_empty()
+                || match &self.start {
+                    StartPosition::After { id } => {
+                        position_id(id, &self.split).is_ok_and(|id| check.done_after(&id))
+                    }
+                    _ => false,
+                };
+        }
+        if self.finished {
+            tracing::info!(split = %self.split.topic, "nothing to read before the stop cursor: the split ends at once");
+        }
+        Ok(())
+    }
+
+    /// A bounded split whose messages up to its end were all handed out.
+    pub fn is_finished(&self) -> bool {
+        self.finished
     }
 
     /// Hands out whole entries only: the members of a batch that has not been received completely are held
@@ -362,25 +419,28 @@ impl SplitReader {
         if batch.len() < before {
             tracing::debug!(split = %self.split.topic, dropped = before - batch.len(), "dropped replayed messages");
         }
-        if self.whole_entries {
-            if !self.carry.is_empty() {
-                let mut joined = std::mem::take(&mut self.carry);
-                joined.append(&mut batch);
-                batch = joined;
-            }
-            // The members of the last entry, when it is not complete yet, wait for the rest.
-            if let Some(last) = batch.last().map(|m| m.message_id)
-                && last.batch_index >= 0
-                && last.batch_index + 1 < last.batch_size
+        if self.whole_entries && !self.carry.is_empty() {
+            let mut joined = std::mem::take(&mut self.carry);
+            joined.append(&mut batch);
+            batch = joined;
+        }
+        if let Some(check) = &self.end_check
+            && let Some(cut) = batch.iter().position(|m| check.beyond(m))
+        {
+            batch.truncate(cut);
+            self.finished = true;
+            if self.whole_entries
+                && let Some(first) = incomplete_last_entry(&batch)
             {
-                let first_of_entry = batch
-                    .iter()
-                    .rposition(|m| {
-                        (m.message_id.ledger_id, m.message_id.entry_id)
-                            != (last.ledger_id, last.entry_id)
-                    })
-                    .map_or(0, |i| i + 1);
-                self.carry = batch.split_off(first_of_entry);
+                // The end cuts an entry whose acknowledgement covers it whole: it is not read.
+                batch.truncate(first);
+            }
+            tracing::info!(split = %self.split.topic, "reached the stop cursor: the split ends");
+        }
+        if self.whole_entries && !self.finished {
+            // The members of the last entry, when it is not complete yet, wait for the rest.
+            if let Some(first) = incomplete_last_entry(&batch) {
+                self.carry = batch.split_off(first);
             }
         }
         if let Some(seen) = &mut self.seen {
@@ -406,6 +466,13 @@ impl SplitReader {
         }
         if let Some(last) = batch.last() {
             self.last_emitted = Some(last.message_id);
+            if !self.finished
+                && let Some(check) = &self.end_check
+                && check.done_after(&last.message_id)
+            {
+                self.finished = true;
+                tracing::info!(split = %self.split.topic, "read up to the stop cursor: the split ends");
+            }
         }
         Ok(batch)
     }
@@ -418,6 +485,7 @@ impl SplitReader {
                 None => self.start.clone(),
             },
             commit_through: self.last_complete_entry.as_ref().map(format_message_id),
+            end: self.end.clone(),
         }
     }
 
@@ -445,4 +513,20 @@ impl SplitReader {
         self.consumer.close().await?;
         Ok(())
     }
+}
+
+/// Where the members of `batch`'s last entry begin, when that entry is a batch not received whole.
+fn incomplete_last_entry(batch: &[IncomingMessage]) -> Option<usize> {
+    let last = batch.last()?.message_id;
+    if last.batch_index < 0 || last.batch_index + 1 >= last.batch_size {
+        return None;
+    }
+    Some(
+        batch
+            .iter()
+            .rposition(|m| {
+                (m.message_id.ledger_id, m.message_id.entry_id) != (last.ledger_id, last.entry_id)
+            })
+            .map_or(0, |i| i + 1),
+    )
 }

@@ -97,6 +97,9 @@ pub struct SplitCheckpoint {
     /// through it never covers an unemitted member of a batch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_through: Option<String>,
+    /// A bounded table (`source.stop.*`): where the split ends, as resolved when it first opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<super::SplitEnd>,
 }
 
 /// The checkpoint key of a split read whole (its topic) or by key range.

@@ -33,6 +33,11 @@ impl SplitSet {
             .any(|r| r.consumer.available_in_queue() > 0)
     }
 
+    /// Whether every split is bounded and read to its end.
+    pub fn all_finished(&self) -> bool {
+        self.readers.iter().all(SplitReader::is_finished)
+    }
+
     pub fn push(&mut self, reader: SplitReader) {
         self.readers.push(reader);
     }
@@ -45,13 +50,16 @@ impl SplitSet {
         wait: Duration,
     ) -> Result<Option<(usize, Vec<IncomingMessage>)>> {
         let n = self.readers.len();
-        if n == 0 {
+        if self.all_finished() {
             tokio::time::sleep(wait).await;
             return Ok(None);
         }
         // What is already buffered, without waiting, starting after the split served last.
         for k in 0..n {
             let i = (self.next + k) % n;
+            if self.readers[i].is_finished() {
+                continue;
+            }
             let batch = self.readers[i].next_batch(max, Duration::ZERO).await?;
             if !batch.is_empty() {
                 self.next = (i + 1) % n;
@@ -59,11 +67,15 @@ impl SplitSet {
             }
         }
         // Nothing buffered: wait for the first split that receives something.
-        let waits = self
+        let (indices, waits): (Vec<usize>, Vec<_>) = self
             .readers
             .iter_mut()
-            .map(|r| Box::pin(r.next_batch(max, wait)));
-        let (result, i, _) = futures::future::select_all(waits).await;
+            .enumerate()
+            .filter(|(_, r)| !r.is_finished())
+            .map(|(i, r)| (i, Box::pin(r.next_batch(max, wait))))
+            .unzip();
+        let (result, k, _) = futures::future::select_all(waits).await;
+        let i = indices[k];
         let batch = result?;
         if batch.is_empty() {
             return Ok(None);

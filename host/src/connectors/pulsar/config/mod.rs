@@ -8,6 +8,7 @@
 
 mod inlong;
 mod startup;
+mod stop;
 mod upsert;
 
 use std::time::Duration;
@@ -26,7 +27,7 @@ use crate::plugins::catalog::PluginCatalog;
 use crate::plugins::error::PluginError;
 use crate::plugins::{Kind, Manifest, Plugin};
 use crate::pulsar::client::ClientConfig;
-use crate::pulsar::reader::{DataLossPolicy, SubscriptionKind};
+use crate::pulsar::reader::{DataLossPolicy, StopCursor, SubscriptionKind};
 use crate::pulsar::topics::{TopicName, TopicSelection, parse_topic_list};
 use crate::pulsar::writer::WriterConfig;
 use crate::sql::{ColumnKind, FlinkType};
@@ -82,6 +83,8 @@ pub struct SourceConfig {
     pub topic_text: Option<String>,
     /// `scan.startup.*`: where a fresh start begins.
     pub startup: Startup,
+    /// `source.stop.*`: where reading ends (`Never`: unbounded).
+    pub stop: StopCursor,
     /// `pulsar.reader.subscription-role-prefix`.
     pub subscription_prefix: String,
     /// `partition.discovery.interval-millis` (at least 100 ms); `None`: no discovery.
@@ -348,6 +351,7 @@ impl PulsarTableConfig {
             selection: selection(name, o)?,
             topic_text: o.get(opt::TOPIC).map(str::to_owned),
             startup: startup(name, o)?,
+            stop: stop::stop_cursor(name, o)?,
             subscription_prefix: o
                 .text(opt::SUBSCRIPTION_PREFIX)
                 .unwrap_or_default()
@@ -383,6 +387,7 @@ impl PulsarTableConfig {
             },
             ..source
         };
+        stop::check_bounded(name, o, &source)?;
         let sink = SinkConfig {
             writer: writer_config(name, o)?,
             semantic: match o.text(opt::SEMANTIC) {

@@ -137,6 +137,14 @@ pub(super) async fn connect(
         )
         .await
         .with_context(|| format!("table '{}': opening {}", cfg.table, split.topic))?;
+        let recorded_end = restored
+            .as_ref()
+            .and_then(|s| s.splits.get(&key))
+            .and_then(|c| c.end.clone());
+        reader
+            .bound(&cfg.source.stop, recorded_end)
+            .await
+            .with_context(|| format!("table '{}': bounding {}", cfg.table, split.topic))?;
         if hands_out_whole_entries(linked.is_some(), cfg.source.subscription_kind) {
             reader.whole_entries();
         }

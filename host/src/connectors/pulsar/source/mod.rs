@@ -479,6 +479,7 @@ impl Source for PulsarSource {
         let layout = self.spec.cfg.layout.clone();
         let upsert = self.spec.cfg.upsert;
         let interval = discovery_interval(&self.spec.cfg);
+        let bounded = self.spec.cfg.source.stop.is_bounded();
         let opening = SplitOpening::of(
             &self.spec.cfg,
             &self.subscription,
@@ -513,6 +514,11 @@ impl Source for PulsarSource {
             ));
         }
 
+        // A bounded table whose splits were all read to their end (or that has none to read).
+        if bounded && run.decoding.is_none() && run.splits.all_finished() {
+            info!(table = %table, "every split of this source was read up to the stop cursor: the source ends");
+            return Ok(SourcePoll::End);
+        }
         if run.decoding.is_none() {
             let Some((i, msgs)) = run.splits.next_batch(max_rows.max(1), RECEIVE_WAIT).await?
             else {
