@@ -15,6 +15,7 @@ mod latency;
 mod machine;
 mod parallel;
 mod reads;
+mod symbol_order;
 mod takeover;
 mod throughput;
 
@@ -617,22 +618,23 @@ fn newest_mtime(dir: &Path) -> Result<Option<std::time::SystemTime>> {
 
 fn build_ours(root: &Path, cargo: &impl Fn() -> Command) -> Result<()> {
     build_plugins::run(build_plugins::Args::default())?;
-    let built = cargo()
-        .current_dir(root)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "pulsar-connect",
-            "--bin",
-            "pulsar-connect",
-            "--example",
-            "bare_consumer",
-        ])
-        .status()
-        .context("running cargo build")?;
-    if !built.success() {
-        bail!("building pulsar-connect and the bare consumer failed ({built})");
+    // The binary exactly as a user builds it (`cargo xtask demo` too): without the package's
+    // dev-dependencies, whose features would change the hashes in its function names, and with them
+    // which functions `host/link/symbol-order.txt` finds (the memory of every run depends on it). The
+    // bare consumer needs the dev-dependencies: a build of its own.
+    for what in [["--bin", "pulsar-connect"], ["--example", "bare_consumer"]] {
+        let built = cargo()
+            .current_dir(root)
+            .args(["build", "--release", "-p", "pulsar-connect"])
+            .args(what)
+            .status()
+            .context("running cargo build")?;
+        if !built.success() {
+            bail!(
+                "building pulsar-connect {} failed ({built})",
+                what.join(" ")
+            );
+        }
     }
     Ok(())
 }
@@ -647,6 +649,7 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
         .unwrap_or(if args.smoke { 3.0 } else { 30.0 });
     let load_before = load_average();
     build_ours(&root, &cargo)?;
+    eprintln!("{}", symbol_order::report(&root));
     // After the build: steal is what the hypervisor took from the measured runs.
     let ticks_before = CpuTicks::now();
     let jar = root.join("bench/flink-peer/target/flink-peer.jar");
