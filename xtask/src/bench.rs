@@ -758,12 +758,18 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
     } else {
         takeover::run(&ctx, run_id, rounds, &takeover::TIMEOUTS)?
     };
+    // Scaling in every full run (issue 52 §4): 1, 2 and 4 subtasks, one and two Failover processes.
+    let scaling = if args.latency_only {
+        Vec::new()
+    } else {
+        parallel::run(&ctx, run_id, if args.smoke { 1 } else { rounds })?
+    };
     drop(broker);
     let load_after = load_average();
     let steal = CpuTicks::now().steal_since(ticks_before);
     eprintln!("CPU steal during the runs: {steal}");
     let table = format!(
-        "{}{}{}{}",
+        "{}{}{}{}{}",
         throughput::render(&all, &decode),
         instructions,
         latency::render(&lat),
@@ -771,6 +777,11 @@ pub fn run(args: BenchArgs, cargo: impl Fn() -> Command) -> Result<std::process:
             String::new()
         } else {
             format!("\n{}", takeover::render(&takeovers))
+        },
+        if scaling.is_empty() {
+            String::new()
+        } else {
+            parallel::render(&scaling)
         }
     );
     println!("{table}");
