@@ -286,25 +286,30 @@ fn a_select_shows_rows_live_and_ctrl_c_leaves_no_subscription() {
 }
 
 /// A SELECT over a bounded Pulsar table (issue 51) ends by itself and says how many rows it received;
-/// its subscription is dropped.
+/// its subscription is dropped. The table is declared unbounded: the query's OPTIONS hint bounds it.
 #[test]
 fn a_select_over_a_bounded_table_ends_by_itself() {
     let broker = TestBroker::get();
     let topic = unique_topic("sql-shell-bounded");
     send(&broker, &topic, &[(1, "alice"), (2, "bob"), (3, "carol")]);
     let mut sh = Shell::start(&[]);
-    let table = pulsar_table("people", &broker, &topic, "earliest").replace(
-        "'format' = 'json'",
-        "'format' = 'json', 'source.stop.at-message-id' = 'latest'",
-    );
-    sh.run(&table, OK);
+    sh.run(&pulsar_table("people", &broker, &topic, "earliest"), OK);
     let out = sh.run(
-        "SELECT id, name FROM people;",
+        "SELECT id, name FROM people /*+ OPTIONS('source.stop.at-message-id' = 'latest') */;",
         "Received a total of \\d+ rows?\r?\n",
     );
     assert_eq!(out.matches("| +I |").count(), 3, "{out}");
     assert!(out.contains("Received a total of 3 rows"), "{out}");
     assert!(!out.contains("Query terminated"), "{out}");
+    // A hint's bad value is an error naming the table and the option; the shell goes on.
+    let out = sh.run(
+        "SELECT id FROM people /*+ OPTIONS('source.stop.at-message-id' = 'soon') */;",
+        ERROR,
+    );
+    assert!(
+        out.contains("table 'people'") && out.contains("'source.stop.at-message-id'"),
+        "{out}"
+    );
     wait_until("no subscription left on the topic", || {
         subscriptions(&broker, &topic).is_empty()
     });
