@@ -440,3 +440,80 @@ async fn key_hash_range_readers_end_too() -> Result<()> {
     );
     Ok(())
 }
+
+/// A bounded copy run by two processes sharing the job's Failover subscriptions: each reads the
+/// partitions the broker makes it the active reader of up to their end, waits until the broker's choice
+/// has settled, and ends; a partition left by the first process to end moves to the other. Both exit 0
+/// and every input row is in the output (at-least-once: at least once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_failover_processes_each_end_after_their_partitions() -> Result<()> {
+    use crate::exactly_once::copy_job::{job_sql, read_output, spawn};
+    let broker = TestBroker::get();
+    let input = unique_topic("bounded-failover-in");
+    let output = unique_topic("bounded-failover-out");
+    broker.create_partitioned_topic(&input, 4)?;
+    let client = broker.client().await?;
+    for p in 0..4u64 {
+        let producer = client
+            .producer(format!("{input}-partition-{p}"))
+            .create()
+            .await?;
+        for i in 0..500u64 {
+            let seq = p * 1000 + i;
+            let row = format!(r#"{{"seq":{seq},"payload":"p{seq}"}}"#);
+            producer
+                .send(OutgoingMessage::with_payload(row.into_bytes()).into())
+                .await?;
+        }
+        producer.close().await?;
+    }
+    let dir = tempfile::tempdir()?;
+    let job = dir.path().join("job.sql");
+    let sql = job_sql(&broker, &format!("bounded-failover-{}", now_ms()), &input, &output, "at-least-once")
+        .replace(
+            "'scan.startup.mode' = 'earliest');",
+            "'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover', 'source.stop.at-message-id' = 'latest');",
+        );
+    assert!(sql.contains("Failover"), "{sql}");
+    std::fs::write(&job, sql)?;
+    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
+    let mut children = [
+        spawn(&job, Some(&dir.path().join("state-a")), &logs[0]),
+        spawn(&job, Some(&dir.path().join("state-b")), &logs[1]),
+    ];
+    let started = std::time::Instant::now();
+    for (k, child) in children.iter_mut().enumerate() {
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if started.elapsed() > END {
+                child.kill().ok();
+                panic!(
+                    "process {k} did not end by itself within {END:?}:\n{}",
+                    std::fs::read_to_string(&logs[k]).unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert!(
+            status.success(),
+            "process {k}: exit {status}:\n{}",
+            std::fs::read_to_string(&logs[k]).unwrap_or_default()
+        );
+    }
+    let counts = read_output(&broker, &output, 2000).await?;
+    let want: Vec<u64> = (0..4u64).flat_map(|p| p * 1000..p * 1000 + 500).collect();
+    let missing: Vec<u64> = want
+        .iter()
+        .copied()
+        .filter(|s| !counts.contains_key(s))
+        .take(10)
+        .collect();
+    assert!(missing.is_empty(), "missing (first 10): {missing:?}");
+    assert!(
+        counts.keys().all(|s| want.contains(s)),
+        "rows beyond the input"
+    );
+    Ok(())
+}

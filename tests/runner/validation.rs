@@ -292,6 +292,7 @@ async fn stop_cursors_are_validated() {
         "'source.stop.at-message-id' = '42:1012:0'",
         "'source.stop.after-message-id' = '42:1012:-1'",
         "'source.stop.at-publish-time' = '1700000000000'",
+        "'source.stop.at-message-id' = 'latest', 'subscription-type' = 'Failover'",
     ] {
         accepted(&read_job("a STRING", &format!("'format' = 'raw', {opt}"))).await;
     }

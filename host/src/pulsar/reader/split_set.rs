@@ -38,6 +38,15 @@ impl SplitSet {
         self.readers.iter().all(SplitReader::is_finished)
     }
 
+    /// A Failover subscription: whether every split this process is the active reader of is read to its
+    /// end and the broker has said of every other one that another process reads it (the broker's
+    /// choice settles within a second or two: the caller waits for this to hold a while).
+    pub fn all_owned_finished(&self) -> bool {
+        self.readers
+            .iter()
+            .all(|r| r.is_finished() || r.is_active() == Some(false))
+    }
+
     pub fn push(&mut self, reader: SplitReader) {
         self.readers.push(reader);
     }

@@ -74,12 +74,15 @@ pub(super) fn check_bounded(table: &str, o: &ResolvedOptions, source: &SourceCon
     .into_iter()
     .find(|k| o.get(k).is_some())
     .unwrap_or(opt::STOP_AT_MESSAGE_ID);
-    if source.subscription_kind != SubscriptionKind::Exclusive {
+    if !matches!(
+        source.subscription_kind,
+        SubscriptionKind::Exclusive | SubscriptionKind::Failover
+    ) {
         return Err(option_error(
             table,
             option,
             format!(
-                "a bounded read needs '{}' = 'Exclusive' (with '{}' several processes share the partitions, and one process cannot tell that the others have read up to the stop cursor)",
+                "a bounded read needs '{}' = 'Exclusive' or 'Failover' (with '{}' every process gets messages of every partition, and one process cannot tell that the others have read up to the stop cursor)",
                 opt::SUBSCRIPTION_TYPE,
                 source.subscription_kind.name()
             ),

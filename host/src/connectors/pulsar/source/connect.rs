@@ -175,6 +175,7 @@ pub(super) async fn connect(
         decoding: None,
         checkpoint_completed: false,
         takeover: None,
+        owned_done_since: None,
     })
 }
 

@@ -64,6 +64,10 @@ const ACTIVATION_REWIND: Duration = Duration::from_secs(3);
 /// again what no one acknowledged ([`SplitReader::rewind_if_idle`]).
 const IDLE_REWIND: Duration = Duration::from_secs(5);
 
+/// A bounded Failover source ends once the splits it reads are done and this has held this long (the
+/// broker's choice of active readers settles).
+const FAILOVER_SETTLE: Duration = Duration::from_secs(2);
+
 /// The checkpointed state.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SourceState {
@@ -97,6 +101,8 @@ struct Running {
     checkpoint_completed: bool,
     /// Linked through a subscription several processes share: ends what gone processes left open.
     takeover: Option<takeover::Takeover>,
+    /// A bounded Failover source: since when every split it is the active reader of is done.
+    owned_done_since: Option<Instant>,
 }
 
 enum Stage {
@@ -480,6 +486,7 @@ impl Source for PulsarSource {
         let upsert = self.spec.cfg.upsert;
         let interval = discovery_interval(&self.spec.cfg);
         let bounded = self.spec.cfg.source.stop.is_bounded();
+        let failover = self.spec.cfg.source.subscription_kind == SubscriptionKind::Failover;
         let opening = SplitOpening::of(
             &self.spec.cfg,
             &self.subscription,
@@ -514,10 +521,26 @@ impl Source for PulsarSource {
             ));
         }
 
-        // A bounded table whose splits were all read to their end (or that has none to read).
-        if bounded && run.decoding.is_none() && run.splits.all_finished() {
-            info!(table = %table, "every split of this source was read up to the stop cursor: the source ends");
-            return Ok(SourcePoll::End);
+        // A bounded table whose splits were all read to their end (or that has none to read). With
+        // Failover, the splits this process is the active reader of: the others are read by the
+        // processes the broker chose, and when this one ends, its splits move to them (ADR 0028).
+        if bounded && run.decoding.is_none() {
+            let done = if failover {
+                let now = Instant::now();
+                if run.splits.all_owned_finished() {
+                    let since = *run.owned_done_since.get_or_insert(now);
+                    now.duration_since(since) >= FAILOVER_SETTLE
+                } else {
+                    run.owned_done_since = None;
+                    false
+                }
+            } else {
+                run.splits.all_finished()
+            };
+            if done {
+                info!(table = %table, "every split of this source was read up to the stop cursor: the source ends");
+                return Ok(SourcePoll::End);
+            }
         }
         if run.decoding.is_none() {
             let Some((i, msgs)) = run.splits.next_batch(max_rows.max(1), RECEIVE_WAIT).await?
