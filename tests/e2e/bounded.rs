@@ -345,40 +345,51 @@ async fn an_options_hint_turns_a_query_into_a_backfill() -> Result<()> {
     Ok(())
 }
 
-/// `run` of a bounded exactly-once Pulsar → Pulsar copy: the job ends by itself with exit code 0 after its
-/// final checkpoint, and the output holds every input row once, committed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_ends_a_bounded_exactly_once_copy_with_exit_code_0() -> Result<()> {
-    use crate::exactly_once::copy_job::{job_sql, read_output, spawn};
-    let broker = TestBroker::get();
-    let input = unique_topic("bounded-run-in");
-    let output = unique_topic("bounded-run-out");
-    let client = broker.client().await?;
-    let producer = client.producer(&input).create().await?;
-    for seq in 0..3000u64 {
+/// Sends `{"seq": s, "payload": "p<s>"}` for each of `seqs` to `topic` (the copy job's input rows).
+async fn send_seq(
+    client: &PulsarClient,
+    topic: &str,
+    seqs: impl IntoIterator<Item = u64>,
+) -> Result<()> {
+    let producer = client.producer(topic).create().await?;
+    for seq in seqs {
         let row = format!(r#"{{"seq":{seq},"payload":"p{seq}"}}"#);
         producer
             .send(OutgoingMessage::with_payload(row.into_bytes()).into())
             .await?;
     }
     producer.close().await?;
-    let dir = tempfile::tempdir()?;
-    let job = dir.path().join("job.sql");
-    let sql = job_sql(
-        &broker,
-        &format!("bounded-run-{}", now_ms()),
-        &input,
-        &output,
-        "exactly-once",
+    Ok(())
+}
+
+/// The copy job (`exactly_once::copy_job::job_sql`) with `source` added to its source table's options,
+/// written into a fresh directory; the directory and the job file.
+fn bounded_copy_job(
+    broker: &TestBroker,
+    (input, output): (&str, &str),
+    semantic: &str,
+    source: &str,
+) -> Result<(tempfile::TempDir, std::path::PathBuf)> {
+    let sql = crate::exactly_once::copy_job::job_sql(
+        broker,
+        &format!("bounded-copy-{}", now_ms()),
+        input,
+        output,
+        semantic,
     )
     .replace(
         "'scan.startup.mode' = 'earliest');",
-        "'scan.startup.mode' = 'earliest', 'source.stop.at-message-id' = 'latest');",
+        &format!("'scan.startup.mode' = 'earliest', {source});"),
     );
-    assert!(sql.contains("source.stop"), "{sql}");
+    anyhow::ensure!(sql.contains(source), "{sql}");
+    let dir = tempfile::tempdir()?;
+    let job = dir.path().join("job.sql");
     std::fs::write(&job, sql)?;
-    let log = dir.path().join("job.log");
-    let mut child = spawn(&job, Some(&dir.path().join("state")), &log);
+    Ok((dir, job))
+}
+
+/// Waits at most [`END`] for `child` to end by itself; its exit status must be success.
+async fn wait_success(child: &mut std::process::Child, log: &std::path::Path) -> Result<()> {
     let started = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -386,15 +397,39 @@ async fn run_ends_a_bounded_exactly_once_copy_with_exit_code_0() -> Result<()> {
         }
         if started.elapsed() > END {
             child.kill().ok();
-            panic!(
+            anyhow::bail!(
                 "the job did not end by itself within {END:?}:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
+                std::fs::read_to_string(log).unwrap_or_default()
             );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(status.success(), "exit {status}:\n{text}");
+    anyhow::ensure!(
+        status.success(),
+        "exit {status}:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// `run` of a bounded exactly-once Pulsar → Pulsar copy: the job ends by itself with exit code 0 after its
+/// final checkpoint, and the output holds every input row once, committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_ends_a_bounded_exactly_once_copy_with_exit_code_0() -> Result<()> {
+    use crate::exactly_once::copy_job::{read_output, spawn};
+    let broker = TestBroker::get();
+    let input = unique_topic("bounded-run-in");
+    let output = unique_topic("bounded-run-out");
+    send_seq(&broker.client().await?, &input, 0..3000).await?;
+    let (dir, job) = bounded_copy_job(
+        &broker,
+        (&input, &output),
+        "exactly-once",
+        "'source.stop.at-message-id' = 'latest'",
+    )?;
+    let log = dir.path().join("job.log");
+    let mut child = spawn(&job, Some(&dir.path().join("state")), &log);
+    wait_success(&mut child, &log).await?;
     let counts = read_output(&broker, &output, 3000).await?;
     let twice: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).take(10).collect();
     assert!(twice.is_empty(), "duplicated: {twice:?}");
@@ -447,60 +482,33 @@ async fn key_hash_range_readers_end_too() -> Result<()> {
 /// and every input row is in the output (at-least-once: at least once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_failover_processes_each_end_after_their_partitions() -> Result<()> {
-    use crate::exactly_once::copy_job::{job_sql, read_output, spawn};
+    use crate::exactly_once::copy_job::{read_output, spawn};
     let broker = TestBroker::get();
     let input = unique_topic("bounded-failover-in");
     let output = unique_topic("bounded-failover-out");
     broker.create_partitioned_topic(&input, 4)?;
     let client = broker.client().await?;
     for p in 0..4u64 {
-        let producer = client
-            .producer(format!("{input}-partition-{p}"))
-            .create()
-            .await?;
-        for i in 0..500u64 {
-            let seq = p * 1000 + i;
-            let row = format!(r#"{{"seq":{seq},"payload":"p{seq}"}}"#);
-            producer
-                .send(OutgoingMessage::with_payload(row.into_bytes()).into())
-                .await?;
-        }
-        producer.close().await?;
+        send_seq(
+            &client,
+            &format!("{input}-partition-{p}"),
+            p * 1000..p * 1000 + 500,
+        )
+        .await?;
     }
-    let dir = tempfile::tempdir()?;
-    let job = dir.path().join("job.sql");
-    let sql = job_sql(&broker, &format!("bounded-failover-{}", now_ms()), &input, &output, "at-least-once")
-        .replace(
-            "'scan.startup.mode' = 'earliest');",
-            "'scan.startup.mode' = 'earliest', 'subscription-type' = 'Failover', 'source.stop.at-message-id' = 'latest');",
-        );
-    assert!(sql.contains("Failover"), "{sql}");
-    std::fs::write(&job, sql)?;
+    let (dir, job) = bounded_copy_job(
+        &broker,
+        (&input, &output),
+        "at-least-once",
+        "'subscription-type' = 'Failover', 'source.stop.at-message-id' = 'latest'",
+    )?;
     let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
     let mut children = [
         spawn(&job, Some(&dir.path().join("state-a")), &logs[0]),
         spawn(&job, Some(&dir.path().join("state-b")), &logs[1]),
     ];
-    let started = std::time::Instant::now();
-    for (k, child) in children.iter_mut().enumerate() {
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break status;
-            }
-            if started.elapsed() > END {
-                child.kill().ok();
-                panic!(
-                    "process {k} did not end by itself within {END:?}:\n{}",
-                    std::fs::read_to_string(&logs[k]).unwrap_or_default()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
-        assert!(
-            status.success(),
-            "process {k}: exit {status}:\n{}",
-            std::fs::read_to_string(&logs[k]).unwrap_or_default()
-        );
+    for (child, log) in children.iter_mut().zip(&logs) {
+        wait_success(child, log).await?;
     }
     let counts = read_output(&broker, &output, 2000).await?;
     let want: Vec<u64> = (0..4u64).flat_map(|p| p * 1000..p * 1000 + 500).collect();
