@@ -44,7 +44,7 @@ pub struct TableHint {
 type Extracted = (Vec<TokenWithSpan>, Vec<(usize, TableHint)>);
 
 /// The name a hinted table takes: `t$options<n>` (n counts the hints of the script from 1).
-pub fn hinted_name(table: &str, n: usize) -> String {
+fn hinted_name(table: &str, n: usize) -> String {
     format!("{table}$options{n}")
 }
 

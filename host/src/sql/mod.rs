@@ -20,7 +20,7 @@ pub mod types;
 pub use ast::{
     ColumnDef, ColumnKind, CreateTable, Insert, Pos, SqlError, Statement, Watermark, inserts,
 };
-pub use hints::{TableHint, hinted_name};
+pub use hints::TableHint;
 pub use parser::parse_script;
 pub use row_kind::{ChangelogMode, RowKind};
 pub use type_parser::parse_type;

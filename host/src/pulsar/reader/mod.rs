@@ -257,7 +257,12 @@ impl SplitReader {
             StopCursor::AtPublishTime(t) => Some(*t),
             _ => None,
         };
-        self.end_check = EndCheck::new(end.as_ref(), publish_time);
+        self.end_check = EndCheck::new(end.as_ref(), publish_time).with_context(|| {
+            format!(
+                "the end of {} recorded in the checkpoint cannot be read",
+                self.split.topic
+            )
+        })?;
         self.end = end;
         if let Some(check) = &self.end_check {
             self.finished = check.is_empty()

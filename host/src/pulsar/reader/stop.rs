@@ -16,7 +16,7 @@ use magnetar::MessageId;
 use magnetar::proto::event::IncomingMessage;
 use serde::{Deserialize, Serialize};
 
-use crate::pulsar::message_id::{format_message_id, parse_message_id};
+use crate::pulsar::message_id::{MessageIdParseError, format_message_id, parse_message_id};
 
 /// The table's stop cursor.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,27 +118,33 @@ pub(super) struct EndCheck {
 }
 
 impl EndCheck {
-    /// `None`: the split is unbounded.
-    pub(super) fn new(end: Option<&SplitEnd>, publish_time: Option<u64>) -> Option<EndCheck> {
+    /// `None`: the split is unbounded. An end whose ids do not parse (a damaged checkpoint) is an error
+    /// naming the id, never an unbounded read.
+    pub(super) fn new(
+        end: Option<&SplitEnd>,
+        publish_time: Option<u64>,
+    ) -> Result<Option<EndCheck>, MessageIdParseError> {
         if end.is_none() && publish_time.is_none() {
-            return None;
+            return Ok(None);
         }
         let end = end.cloned().unwrap_or_default();
-        let parse = |text: &str| parse_message_id(text).ok();
-        Some(EndCheck {
+        let last_entry = match end.last_entry.as_deref() {
+            Some(text) => {
+                let id = parse_message_id(text)?;
+                Some((id.ledger_id, id.entry_id))
+            }
+            None => None,
+        };
+        let message = match end.message.as_deref() {
+            Some(text) => Some((parse_message_id(text)?, end.inclusive)),
+            None => None,
+        };
+        Ok(Some(EndCheck {
             empty: end.empty,
-            last_entry: end
-                .last_entry
-                .as_deref()
-                .and_then(parse)
-                .map(|id| (id.ledger_id, id.entry_id)),
-            message: end
-                .message
-                .as_deref()
-                .and_then(parse)
-                .map(|id| (id, end.inclusive)),
+            last_entry,
+            message,
             publish_time,
-        })
+        }))
     }
 
     /// Whether the split has nothing to read at all.
@@ -218,7 +224,9 @@ mod tests {
             _ => None,
         };
         let end = resolve_end(&cursor, last.as_ref(), now);
-        EndCheck::new(end.as_ref(), publish).expect("bounded")
+        EndCheck::new(end.as_ref(), publish)
+            .expect("ids parse")
+            .expect("bounded")
     }
 
     #[test]
@@ -248,7 +256,7 @@ mod tests {
             None
         );
         assert_eq!(resolve_end(&StopCursor::AtPublishTime(11), None, 10), None);
-        assert!(EndCheck::new(None, None).is_none());
+        assert!(EndCheck::new(None, None).unwrap().is_none());
     }
 
     #[test]
@@ -334,6 +342,16 @@ mod tests {
         let c = check(StopCursor::AtPublishTime(100), Some(id(9, 9, 0, -1)), 200);
         assert!(!c.beyond(&message(id(1, 1, 0, -1), 99)));
         assert!(c.beyond(&message(id(1, 1, 0, -1), 100)));
+    }
+
+    #[test]
+    fn a_damaged_recorded_end_is_an_error_not_an_unbounded_read() {
+        let end = SplitEnd {
+            message: Some("12:x:0".into()),
+            ..SplitEnd::default()
+        };
+        let e = EndCheck::new(Some(&end), None).expect_err("refused");
+        assert!(e.to_string().contains("12:x:0"), "{e}");
     }
 
     #[test]
