@@ -346,7 +346,7 @@ async fn an_options_hint_turns_a_query_into_a_backfill() -> Result<()> {
 }
 
 /// Sends `{"seq": s, "payload": "p<s>"}` for each of `seqs` to `topic` (the copy job's input rows).
-async fn send_seq(
+pub(crate) async fn send_seq(
     client: &PulsarClient,
     topic: &str,
     seqs: impl IntoIterator<Item = u64>,
@@ -364,7 +364,7 @@ async fn send_seq(
 
 /// The copy job (`exactly_once::copy_job::job_sql`) with `source` added to its source table's options,
 /// written into a fresh directory; the directory and the job file.
-fn bounded_copy_job(
+pub(crate) fn bounded_copy_job(
     broker: &TestBroker,
     (input, output): (&str, &str),
     semantic: &str,
@@ -389,7 +389,10 @@ fn bounded_copy_job(
 }
 
 /// Waits at most [`END`] for `child` to end by itself; its exit status must be success.
-async fn wait_success(child: &mut std::process::Child, log: &std::path::Path) -> Result<()> {
+pub(crate) async fn wait_success(
+    child: &mut std::process::Child,
+    log: &std::path::Path,
+) -> Result<()> {
     let started = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait()? {

@@ -351,15 +351,14 @@ async fn stop_cursors_are_validated() {
         &["mutually exclusive"],
     )
     .await;
-    // A bounded read is read by one process, from the partitions that exist when it starts.
-    refused(
-        &read_job(
+    // Every subscription type (ADR 0028); the partitions are those that exist when it starts.
+    for kind in ["Exclusive", "Failover", "Shared", "Key_Shared"] {
+        accepted(&read_job(
             "a STRING",
-            "'format' = 'raw', 'source.stop.at-message-id' = 'latest', 'subscription-type' = 'Shared'",
-        ),
-        &["table 't'", "'source.stop.at-message-id'", "'subscription-type' = 'Exclusive'"],
-    )
-    .await;
+            &format!("'format' = 'raw', 'source.stop.at-message-id' = 'latest', 'subscription-type' = '{kind}'"),
+        ))
+        .await;
+    }
     refused(
         &read_job(
             "a STRING",
@@ -408,16 +407,16 @@ async fn options_hints_are_checked_as_one_set_with_the_tables_options() {
         ],
     )
     .await;
-    // As one set: the hint's stop cursor with the table's own subscription type.
+    // As one set: the hint's stop cursor with the table's own partition discovery.
     refused(
         &job("/*+ OPTIONS('source.stop.at-message-id' = 'latest') */", "").replace(
             "'format' = 'raw');\nCREATE TABLE out_t",
-            "'format' = 'raw', 'subscription-type' = 'Shared');\nCREATE TABLE out_t",
+            "'format' = 'raw', 'partition.discovery.interval-millis' = '1000');\nCREATE TABLE out_t",
         ),
         &[
             "table 't'",
             "'source.stop.at-message-id'",
-            "'subscription-type' = 'Exclusive'",
+            "'partition.discovery.interval-millis'",
         ],
     )
     .await;

@@ -705,6 +705,36 @@ impl Consumer {
         }
     }
 
+    /// pulsar-connect patch: [`Self::last_message_id`] with the subscription's mark-delete position
+    /// (`consumer_mark_delete_position` of `CommandGetLastMessageIdResponse`: every entry up to it is
+    /// acknowledged), `None` when the broker did not send one.
+    pub async fn last_and_mark_delete(
+        &self,
+    ) -> Result<(MessageId, Option<MessageId>), ClientError> {
+        let request_id = {
+            let mut conn = self.shared.inner.lock();
+            conn.get_last_message_id(self.handle)
+        };
+        self.shared.driver_waker.notify_one();
+        let outcome = RequestFut {
+            shared: self.shared.clone(),
+            key: PendingOpKey::Request(request_id),
+        }
+        .await;
+        match outcome {
+            OpOutcome::LastMessageId {
+                last_message_id,
+                consumer_mark_delete_position,
+                ..
+            } => Ok((last_message_id, consumer_mark_delete_position)),
+            OpOutcome::Error { code, message, .. } => Err(ClientError::Broker { code, message }),
+            OpOutcome::Terminal { .. } => Err(ClientError::PeerClosed),
+            other => Err(ClientError::Other(format!(
+                "unexpected last_message_id outcome: {other:?}"
+            ))),
+        }
+    }
+
     /// Convenience: returns `true` if the broker has a message strictly past `cursor`
     /// (i.e. there is at least one more message to receive). `cursor` is typically the
     /// last [`MessageId`] this consumer received.

@@ -11,6 +11,7 @@
 //! before the first message does not jump to a newer latest), or a publish timestamp.
 
 mod position;
+mod shared_end;
 mod split_set;
 mod stop;
 mod subscribe;
@@ -27,6 +28,7 @@ use magnetar::runtime_tokio::Consumer;
 
 pub use position::{SplitCheckpoint, StartPosition, compare_positions, resolve_latest, state_key};
 use position::{is_empty_marker, position_id};
+use shared_end::SharedEnd;
 pub use split_set::SplitSet;
 use stop::EndCheck;
 pub use stop::{SplitEnd, StopCursor, java_compare, resolve_end};
@@ -78,8 +80,13 @@ pub struct SplitReader {
     /// A bounded table: the split's end, as recorded and as checked.
     end: Option<SplitEnd>,
     end_check: Option<EndCheck>,
-    /// Everything up to the end was handed out.
+    /// Everything up to the end was handed out (with several consumers on the subscription: by them
+    /// together, and acknowledged).
     finished: bool,
+    /// A bounded split read through a subscription that dispatches to several consumers.
+    shared_end: Option<SharedEnd>,
+    /// The subscription's name.
+    subscription: String,
 }
 
 impl SplitReader {
@@ -230,6 +237,8 @@ impl SplitReader {
             end: None,
             end_check: None,
             finished: false,
+            shared_end: None,
+            subscription: subscription.to_owned(),
         })
     }
 
@@ -264,10 +273,13 @@ impl SplitReader {
             )
         })?;
         self.end = end;
+        if self.end_check.is_some() && self.kind.dispatches_messages() && self.range.is_none() {
+            self.shared_end = Some(SharedEnd::new(&self.subscription));
+        }
         if let Some(check) = &self.end_check {
             self.finished = check.is_empty()
                 || match &self.start {
-                    StartPosition::After { id } => {
+                    StartPosition::After { id } if self.shared_end.is_none() => {
                         position_id(id, &self.split).is_ok_and(|id| check.done_after(&id))
                     }
                     _ => false,
@@ -282,6 +294,41 @@ impl SplitReader {
     /// A bounded split whose messages up to its end were all handed out.
     pub fn is_finished(&self) -> bool {
         self.finished
+    }
+
+    /// Whether [`SplitSet::next_batch`] pulls from this split: not when it is finished, nor while it
+    /// holds entries beyond the end that it gives back at the next [`Self::check_end`].
+    pub fn takes_messages(&self) -> bool {
+        !self.finished && !self.shared_end.as_ref().is_some_and(SharedEnd::is_parked)
+    }
+
+    /// A bounded split read through a subscription that dispatches to several consumers: at most once
+    /// a second, whether its messages up to the end were handed out by the consumers together and
+    /// acknowledged (then it is finished); gives back the entries beyond the end that reached this
+    /// reader. Nothing to do for the other readers. A check that fails is tried again.
+    pub async fn check_end(&mut self, client: &PulsarClient) {
+        if self.finished {
+            return;
+        }
+        let (Some(shared), Some(check)) = (&mut self.shared_end, &self.end_check) else {
+            return;
+        };
+        let done = match shared
+            .check(client, &self.split, &self.consumer, check)
+            .await
+        {
+            Ok(done) => done,
+            Err(e) => {
+                // Asked again a second later; the consumer's own errors surface where it receives.
+                tracing::warn!(split = %self.split.topic, "could not tell whether the split is read up to its end: {e:#}");
+                false
+            }
+        };
+        if done {
+            shared.release(&self.consumer, &self.split);
+            self.finished = true;
+            tracing::info!(split = %self.split.topic, "every message up to the stop cursor was read and acknowledged by the subscription's consumers: the split ends");
+        }
     }
 
     /// Hands out whole entries only: the members of a batch that has not been received completely are held
@@ -429,7 +476,13 @@ impl SplitReader {
             joined.append(&mut batch);
             batch = joined;
         }
-        if let Some(check) = &self.end_check
+        if let (Some(shared), Some(check)) = (&mut self.shared_end, &self.end_check) {
+            // Dispatched to several consumers: no order to cut at; entries beyond the end are held.
+            if let Some(first) = incomplete_last_entry(&batch) {
+                self.carry = batch.split_off(first);
+            }
+            shared.sift(&mut batch, check);
+        } else if let Some(check) = &self.end_check
             && let Some(cut) = batch.iter().position(|m| check.beyond(m))
         {
             batch.truncate(cut);
@@ -472,6 +525,7 @@ impl SplitReader {
         if let Some(last) = batch.last() {
             self.last_emitted = Some(last.message_id);
             if !self.finished
+                && self.shared_end.is_none()
                 && let Some(check) = &self.end_check
                 && check.done_after(&last.message_id)
             {

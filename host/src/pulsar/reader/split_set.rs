@@ -47,6 +47,14 @@ impl SplitSet {
             .all(|r| r.is_finished() || r.is_active() == Some(false))
     }
 
+    /// Bounded splits read through subscriptions that dispatch to several consumers: see
+    /// [`SplitReader::check_end`].
+    pub async fn check_ends(&mut self, client: &magnetar::PulsarClient) {
+        for r in &mut self.readers {
+            r.check_end(client).await;
+        }
+    }
+
     pub fn push(&mut self, reader: SplitReader) {
         self.readers.push(reader);
     }
@@ -59,14 +67,14 @@ impl SplitSet {
         wait: Duration,
     ) -> Result<Option<(usize, Vec<IncomingMessage>)>> {
         let n = self.readers.len();
-        if self.all_finished() {
+        if !self.readers.iter().any(SplitReader::takes_messages) {
             tokio::time::sleep(wait).await;
             return Ok(None);
         }
         // What is already buffered, without waiting, starting after the split served last.
         for k in 0..n {
             let i = (self.next + k) % n;
-            if self.readers[i].is_finished() {
+            if !self.readers[i].takes_messages() {
                 continue;
             }
             let batch = self.readers[i].next_batch(max, Duration::ZERO).await?;
@@ -80,9 +88,14 @@ impl SplitSet {
             .readers
             .iter_mut()
             .enumerate()
-            .filter(|(_, r)| !r.is_finished())
+            .filter(|(_, r)| r.takes_messages())
             .map(|(i, r)| (i, Box::pin(r.next_batch(max, wait))))
             .unzip();
+        if waits.is_empty() {
+            // The look above parked the last splits that took messages (entries beyond their end).
+            tokio::time::sleep(wait).await;
+            return Ok(None);
+        }
         let (result, k, _) = futures::future::select_all(waits).await;
         let i = indices[k];
         let batch = result?;

@@ -9,7 +9,7 @@ use super::{SourceConfig, option_error};
 use crate::connectors::pulsar::options as opt;
 use crate::options::ResolvedOptions;
 use crate::pulsar::message_id::parse_message_id;
-use crate::pulsar::reader::{StopCursor, SubscriptionKind};
+use crate::pulsar::reader::StopCursor;
 use magnetar::MessageId;
 
 /// The table's stop cursor (`never` when none of the options is set).
@@ -60,8 +60,7 @@ fn stop_id(table: &str, option: &str, text: &str, words: bool) -> Result<Message
     Ok(id)
 }
 
-/// A bounded table's other options: one process reads it (its splits end where this process's reader
-/// finds their end), and the splits are those that exist when it starts.
+/// A bounded table's other options: the splits are those that exist when it starts.
 pub(super) fn check_bounded(table: &str, o: &ResolvedOptions, source: &SourceConfig) -> Result<()> {
     if !source.stop.is_bounded() {
         return Ok(());
@@ -74,20 +73,6 @@ pub(super) fn check_bounded(table: &str, o: &ResolvedOptions, source: &SourceCon
     .into_iter()
     .find(|k| o.get(k).is_some())
     .unwrap_or(opt::STOP_AT_MESSAGE_ID);
-    if !matches!(
-        source.subscription_kind,
-        SubscriptionKind::Exclusive | SubscriptionKind::Failover
-    ) {
-        return Err(option_error(
-            table,
-            option,
-            format!(
-                "a bounded read needs '{}' = 'Exclusive' or 'Failover' (with '{}' every process gets messages of every partition, and one process cannot tell that the others have read up to the stop cursor)",
-                opt::SUBSCRIPTION_TYPE,
-                source.subscription_kind.name()
-            ),
-        ));
-    }
     if source.discovery.is_some() {
         return Err(option_error(
             table,

@@ -523,8 +523,12 @@ impl Source for PulsarSource {
 
         // A bounded table whose splits were all read to their end (or that has none to read). With
         // Failover, the splits this process is the active reader of: the others are read by the
-        // processes the broker chose, and when this one ends, its splits move to them (ADR 0028).
+        // processes the broker chose, and when this one ends, its splits move to them; with Shared and
+        // Key_Shared, when every message up to a split's end is acknowledged by the consumers together
+        // (ADR 0028).
         if bounded && run.decoding.is_none() {
+            // Shared / Key_Shared: whether the consumers together read each split up to its end.
+            run.splits.check_ends(&run.client).await;
             let done = if failover {
                 let now = Instant::now();
                 if run.splits.all_owned_finished() {
