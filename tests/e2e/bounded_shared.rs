@@ -124,3 +124,47 @@ async fn two_shared_processes_end_together() -> Result<()> {
 async fn two_key_shared_exactly_once_processes_end_together() -> Result<()> {
     two_processes_end_together("Key_Shared", "exactly-once").await
 }
+
+/// `source.stop.at-message-id` with two Shared processes: each ends when the entry after the
+/// subscription's mark-delete position is the cursor's (the probe reads it), and the output is exactly
+/// the rows before the cursor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_shared_processes_stop_before_a_message_id() -> Result<()> {
+    let broker = TestBroker::get();
+    let input = unique_topic("bounded-shared-id-in");
+    let output = unique_topic("bounded-shared-id-out");
+    let client = broker.client().await?;
+    let producer = client.producer(&input).create().await?;
+    let mut ids = Vec::new();
+    for seq in 0..600u64 {
+        let row = format!(r#"{{"seq":{seq},"payload":"p{seq}"}}"#);
+        ids.push(
+            producer
+                .send(OutgoingMessage::with_payload(row.into_bytes()).into())
+                .await?,
+        );
+    }
+    producer.close().await?;
+    let cursor = pulsar_connect::pulsar::message_id::format_message_id(&ids[400]);
+    let (dir, job) = bounded_copy_job(
+        &broker,
+        (&input, &output),
+        "at-least-once",
+        &format!("'subscription-type' = 'Shared', 'source.stop.at-message-id' = '{cursor}'"),
+    )?;
+    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
+    let mut children = [
+        spawn(&job, Some(&dir.path().join("state-a")), &logs[0]),
+        spawn(&job, Some(&dir.path().join("state-b")), &logs[1]),
+    ];
+    for (child, log) in children.iter_mut().zip(&logs) {
+        wait_success(child, log).await?;
+    }
+    let counts = read_output(&broker, &output, 400).await?;
+    assert_eq!(
+        counts.keys().copied().collect::<Vec<_>>(),
+        (0..400).collect::<Vec<_>>(),
+        "exactly the rows before {cursor}"
+    );
+    Ok(())
+}
