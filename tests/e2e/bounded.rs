@@ -290,7 +290,12 @@ async fn a_restarted_backfill_keeps_the_end_it_resolved() -> Result<()> {
     send(&client, &topic, 0..2000).await?;
     broker.throttle_dispatch(&topic, Some(400))?;
     let state = tempfile::tempdir()?;
-    let sql = job(&broker, &topic, "'source.stop.at-message-id' = 'latest'");
+    // Named: a job id that stays when the stop option is edited below.
+    let sql = format!(
+        "SET 'pipeline.name' = 'backfill-{}';\n{}",
+        now_ms(),
+        job(&broker, &topic, "'source.stop.at-message-id' = 'latest'")
+    );
     let first = RunningJob::start(&sql, Some(state.path())).await?;
     first.wait_rows(300, END).await?;
     let (_, mut rows) = first.stop().await?;
@@ -299,13 +304,24 @@ async fn a_restarted_backfill_keeps_the_end_it_resolved() -> Result<()> {
         "the first run stopped midway: {} rows",
         rows.len()
     );
-    send(&client, &topic, FED..FED + 500).await?;
+    let fed = send(&client, &topic, FED..FED + 500).await?;
     broker.throttle_dispatch(&topic, None)?;
     let second = RunningJob::start(&sql, Some(state.path())).await?;
     let (summary, more) = second.finish(END).await?;
     assert!(summary.restored_from.is_some(), "restored: {summary:?}");
     rows.extend(more);
     assert_exactly(&rows, 0..2000);
+    // The stop option edited: the next run from the same state resolves the end for the new cursor
+    // (the recorded end names the cursor it was resolved for) and reads on up to it.
+    let cursor = format_message_id(&fed[99]);
+    let sql = sql.replace(
+        "'source.stop.at-message-id' = 'latest'",
+        &format!("'source.stop.after-message-id' = '{cursor}'"),
+    );
+    let third = RunningJob::start(&sql, Some(state.path())).await?;
+    let (summary, more) = third.finish(END).await?;
+    assert!(summary.restored_from.is_some(), "restored: {summary:?}");
+    assert_exactly(&more, FED..FED + 100);
     Ok(())
 }
 

@@ -249,6 +249,13 @@ impl SplitReader {
         if !cursor.is_bounded() {
             return Ok(());
         }
+        let recorded = recorded.filter(|end| {
+            let same = end.is_for(cursor);
+            if !same {
+                tracing::info!(split = %self.split.topic, was = end.cursor.as_deref().unwrap_or(""), now = %cursor.describe(), "the table's stop cursor changed since the checkpoint: the split's end is resolved again");
+            }
+            same
+        });
         let end = match recorded {
             Some(end) => Some(end),
             None => {

@@ -38,6 +38,18 @@ impl StopCursor {
     pub fn is_bounded(&self) -> bool {
         *self != StopCursor::Never
     }
+
+    /// The cursor as an end records it (`latest`, `at <id>`, `after <id>`, `published before <ms>`): a
+    /// restart whose table names another cursor resolves the end afresh.
+    pub fn describe(&self) -> String {
+        match self {
+            StopCursor::Never => "never".into(),
+            StopCursor::Latest => "latest".into(),
+            StopCursor::AtMessage(id) => format!("at {}", format_message_id(id)),
+            StopCursor::AfterMessage(id) => format!("after {}", format_message_id(id)),
+            StopCursor::AtPublishTime(t) => format!("published before {t}"),
+        }
+    }
 }
 
 /// One split's end, resolved when its reader first opened.
@@ -55,6 +67,18 @@ pub struct SplitEnd {
     /// ... and whether that message itself is read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inclusive: bool,
+    /// The table's cursor this end was resolved for ([`StopCursor::describe`]; absent in checkpoints
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+impl SplitEnd {
+    /// Whether this recorded end was resolved for `cursor` (an end recorded without its cursor is
+    /// taken as it is).
+    pub fn is_for(&self, cursor: &StopCursor) -> bool {
+        self.cursor.as_ref().is_none_or(|c| *c == cursor.describe())
+    }
 }
 
 /// The Java client's order of message ids: ledger, entry, partition, batch index.
@@ -74,10 +98,12 @@ pub fn resolve_end(cursor: &StopCursor, last: Option<&MessageId>, now_ms: u64) -
     let snapshot = || match last {
         None => SplitEnd {
             empty: true,
+            cursor: Some(cursor.describe()),
             ..SplitEnd::default()
         },
         Some(l) => SplitEnd {
             last_entry: Some(format_message_id(&whole_entry(l))),
+            cursor: Some(cursor.describe()),
             ..SplitEnd::default()
         },
     };
@@ -364,9 +390,23 @@ mod tests {
         .unwrap();
         assert_eq!(
             serde_json::to_string(&end).unwrap(),
-            r#"{"last_entry":"9:1:0","message":"3:5:0","inclusive":true}"#
+            r#"{"last_entry":"9:1:0","message":"3:5:0","inclusive":true,"cursor":"after 3:5:0"}"#
         );
         let empty = resolve_end(&StopCursor::Latest, None, 0).unwrap();
-        assert_eq!(serde_json::to_string(&empty).unwrap(), r#"{"empty":true}"#);
+        assert_eq!(
+            serde_json::to_string(&empty).unwrap(),
+            r#"{"empty":true,"cursor":"latest"}"#
+        );
+    }
+
+    #[test]
+    fn an_end_is_kept_only_for_the_cursor_it_was_resolved_for() {
+        let end = resolve_end(&StopCursor::Latest, Some(&id(9, 1, 0, -1)), 0).unwrap();
+        assert!(end.is_for(&StopCursor::Latest));
+        assert!(!end.is_for(&StopCursor::AtPublishTime(5)));
+        assert!(!end.is_for(&StopCursor::AtMessage(id(9, 1, 0, -1))));
+        // Written before the cursor was recorded: kept.
+        let old: SplitEnd = serde_json::from_str(r#"{"last_entry":"9:1:0"}"#).unwrap();
+        assert!(old.is_for(&StopCursor::AtPublishTime(5)));
     }
 }
