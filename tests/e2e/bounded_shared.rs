@@ -168,3 +168,46 @@ async fn two_shared_processes_stop_before_a_message_id() -> Result<()> {
     );
     Ok(())
 }
+
+/// One of two Shared processes killed midway through a backfill: what it had received and not
+/// acknowledged goes back to the survivor, which ends only once every message up to its end is
+/// acknowledged; every input row is in the output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_shared_process_leaves_its_share_to_the_other() -> Result<()> {
+    let broker = TestBroker::get();
+    let input = unique_topic("bounded-shared-kill-in");
+    let output = unique_topic("bounded-shared-kill-out");
+    let client = broker.client().await?;
+    send_seq(&client, &input, 0..3000).await?;
+    // Slow enough that the kill lands in the middle of the read.
+    broker.throttle_dispatch(&input, Some(600))?;
+    let (dir, job) = bounded_copy_job(
+        &broker,
+        (&input, &output),
+        "at-least-once",
+        "'subscription-type' = 'Shared', 'source.stop.at-message-id' = 'latest'",
+    )?;
+    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
+    let mut children = [
+        spawn(&job, Some(&dir.path().join("state-a")), &logs[0]),
+        spawn(&job, Some(&dir.path().join("state-b")), &logs[1]),
+    ];
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    anyhow::ensure!(
+        children[0].try_wait()?.is_none(),
+        "the first process ended before the kill:\n{}",
+        std::fs::read_to_string(&logs[0]).unwrap_or_default()
+    );
+    children[0].kill()?;
+    children[0].wait()?;
+    broker.throttle_dispatch(&input, None)?;
+    wait_success(&mut children[1], &logs[1]).await?;
+    let counts = read_output(&broker, &output, 3000).await?;
+    let missing: Vec<u64> = (0..3000)
+        .filter(|s| !counts.contains_key(s))
+        .take(10)
+        .collect();
+    assert!(missing.is_empty(), "missing (first 10): {missing:?}");
+    assert!(counts.keys().all(|s| *s < 3000), "rows beyond the input");
+    Ok(())
+}
