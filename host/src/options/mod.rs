@@ -80,6 +80,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(r.get("mode"), Some("earliest"));
+        assert!(r.is_written("mode"), "set through an alias");
         assert_eq!(r.field("fields.#.kind", "id"), Some("sequence"));
         assert_eq!(
             r.prefixed("properties.")
@@ -96,6 +97,7 @@ mod tests {
             .validate("t", &raw(&[("service-url", "x")]), &[])
             .unwrap();
         assert_eq!(r.get("mode"), Some("latest"));
+        assert!(!r.is_written("mode"), "a default is not written");
     }
 
     #[test]

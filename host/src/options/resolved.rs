@@ -16,6 +16,8 @@ pub struct ResolvedOptions {
     pub(crate) secrets: Vec<String>,
     /// Pass-through keys accepted and not applied (e.g. `properties.pulsar.reader.readerName`).
     pub(crate) passed_through: Vec<String>,
+    /// The declared options the table set itself (canonical keys), not filled in from a default.
+    pub(crate) written: std::collections::BTreeSet<String>,
 }
 
 /// Key names that carry credentials, whoever declares them (also catches pass-through `properties.*`).
@@ -48,6 +50,11 @@ impl ResolvedOptions {
     }
     pub fn contains(&self, key: &str) -> bool {
         self.values.contains_key(key)
+    }
+    /// Whether the table set the declared option `key` itself (under any of its spellings), rather than
+    /// taking its default.
+    pub fn is_written(&self, key: &str) -> bool {
+        self.written.contains(key)
     }
     /// The typed value of a declared option (its default when not set).
     pub fn value(&self, key: &str) -> Option<&Value> {

@@ -288,6 +288,7 @@ impl OptionSet {
                 }
             }
         }
+        out.written = written_as.keys().cloned().collect();
         self.check_rules(&out, &written_as, fields, &err, &mut errors);
         (out, errors)
     }

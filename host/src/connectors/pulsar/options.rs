@@ -333,14 +333,14 @@ pub static SETTINGS: LazyLock<Vec<OptionDecl>> = LazyLock::new(|| {
         &["pulsar.producer.batchingMaxMessages"],
         POSITIVE,
         Some("1000"),
-        "Sink: messages per batch at most.",
+        "Sink: messages per batch at most (an exactly-once sink whose table sets neither this nor `batching-max-bytes`: 5000).",
     ),
     setting(
         BATCH_BYTES,
         &["pulsar.producer.batchingMaxBytes"],
         POSITIVE,
         Some("131072"),
-        "Sink: bytes per batch at most.",
+        "Sink: bytes per batch at most (an exactly-once sink whose table sets neither this nor `batching-max-messages`: 1048576).",
     ),
     setting(
         BATCH_DELAY,

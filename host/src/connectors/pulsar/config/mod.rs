@@ -526,12 +526,28 @@ fn check_metadata_types(table: &CatalogTable, value_format: Option<&FormatSpec>)
     Ok(())
 }
 
+/// An exactly-once sink's batch (messages, bytes) when its table sets neither.
+pub const EXACTLY_ONCE_BATCH: (usize, usize) = (5_000, 1024 * 1024);
+
 /// The sink's producer settings; errors name the option.
 fn writer_config(table: &str, o: &ResolvedOptions) -> Result<WriterConfig> {
+    // The broker spends ~1.8 ms on each transactional entry, one after another: an exactly-once sink
+    // whose table sets no batch size writes batches five times larger (BENCHMARKS.md, issue 52 §3).
+    let transactional = o.text(opt::SEMANTIC) == Some("exactly-once")
+        && !o.is_written(opt::BATCH_MESSAGES)
+        && !o.is_written(opt::BATCH_BYTES);
     let batching = o.bool(opt::BATCHING).unwrap_or_default().then(|| {
+        let (messages, bytes) = if transactional {
+            EXACTLY_ONCE_BATCH
+        } else {
+            (
+                o.int(opt::BATCH_MESSAGES).unwrap_or_default().max(1) as usize,
+                o.int(opt::BATCH_BYTES).unwrap_or_default().max(1) as usize,
+            )
+        };
         (
-            o.int(opt::BATCH_MESSAGES).unwrap_or_default().max(1) as usize,
-            o.int(opt::BATCH_BYTES).unwrap_or_default().max(1) as usize,
+            messages,
+            bytes,
             Duration::from_micros(o.int(opt::BATCH_DELAY).unwrap_or_default().max(1) as u64),
         )
     });
