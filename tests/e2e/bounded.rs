@@ -431,6 +431,37 @@ pub(crate) async fn wait_success(
     Ok(())
 }
 
+/// Two processes of the same job file started together, each with a state directory and a log of its
+/// own in `dir` (`state-a`, `a.log`; `state-b`, `b.log`): processes sharing the job's subscriptions.
+pub(crate) struct TwoProcesses {
+    pub children: [std::process::Child; 2],
+    pub logs: [std::path::PathBuf; 2],
+}
+
+impl TwoProcesses {
+    pub(crate) fn spawn(job: &std::path::Path, dir: &std::path::Path) -> TwoProcesses {
+        use crate::exactly_once::copy_job::spawn;
+        let logs = [dir.join("a.log"), dir.join("b.log")];
+        let children = [
+            spawn(job, Some(&dir.join("state-a")), &logs[0]),
+            spawn(job, Some(&dir.join("state-b")), &logs[1]),
+        ];
+        TwoProcesses { children, logs }
+    }
+
+    /// Waits for both to end by themselves with success ([`wait_success`]); both are waited for before
+    /// the first failure is returned.
+    pub(crate) async fn wait_success(&mut self) -> Result<()> {
+        let mut ended = Ok(());
+        for (child, log) in self.children.iter_mut().zip(&self.logs) {
+            if let Err(e) = wait_success(child, log).await {
+                ended = ended.and(Err(e));
+            }
+        }
+        ended
+    }
+}
+
 /// `run` of a bounded exactly-once Pulsar → Pulsar copy: the job ends by itself with exit code 0 after its
 /// final checkpoint, and the output holds every input row once, committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -501,7 +532,7 @@ async fn key_hash_range_readers_end_too() -> Result<()> {
 /// and every input row is in the output (at-least-once: at least once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_failover_processes_each_end_after_their_partitions() -> Result<()> {
-    use crate::exactly_once::copy_job::{read_output, spawn};
+    use crate::exactly_once::copy_job::read_output;
     let broker = TestBroker::get();
     let input = unique_topic("bounded-failover-in");
     let output = unique_topic("bounded-failover-out");
@@ -521,14 +552,7 @@ async fn two_failover_processes_each_end_after_their_partitions() -> Result<()> 
         "at-least-once",
         "'subscription-type' = 'Failover', 'source.stop.at-message-id' = 'latest'",
     )?;
-    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
-    let mut children = [
-        spawn(&job, Some(&dir.path().join("state-a")), &logs[0]),
-        spawn(&job, Some(&dir.path().join("state-b")), &logs[1]),
-    ];
-    for (child, log) in children.iter_mut().zip(&logs) {
-        wait_success(child, log).await?;
-    }
+    TwoProcesses::spawn(&job, dir.path()).wait_success().await?;
     let counts = read_output(&broker, &output, 2000).await?;
     let want: Vec<u64> = (0..4u64).flat_map(|p| p * 1000..p * 1000 + 500).collect();
     let missing: Vec<u64> = want

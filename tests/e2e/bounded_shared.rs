@@ -11,8 +11,8 @@ use anyhow::Result;
 use magnetar::OutgoingMessage;
 use pulsar_connect_tests::{TestBroker, unique_topic};
 
-use crate::bounded::{bounded_copy_job, send_seq, wait_success};
-use crate::exactly_once::copy_job::{read_output, spawn};
+use crate::bounded::{TwoProcesses, bounded_copy_job, send_seq, wait_success};
+use crate::exactly_once::copy_job::read_output;
 
 /// The `seq` of partition `p`'s rows starts at `p * PER_PARTITION`.
 const PER_PARTITION: u64 = 1_000_000;
@@ -69,17 +69,7 @@ async fn two_processes_end_together(kind: &str, semantic: &str) -> Result<()> {
         semantic,
         &format!("'subscription-type' = '{kind}', 'source.stop.at-message-id' = 'latest'"),
     )?;
-    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
-    let mut children = [
-        spawn(&job, Some(&dir.path().join("state-a")), &logs[0]),
-        spawn(&job, Some(&dir.path().join("state-b")), &logs[1]),
-    ];
-    let mut ended = Ok(());
-    for (child, log) in children.iter_mut().zip(&logs) {
-        if let Err(e) = wait_success(child, log).await {
-            ended = Err(e);
-        }
-    }
+    let ended = TwoProcesses::spawn(&job, dir.path()).wait_success().await;
     stop.store(true, Ordering::Relaxed);
     let fed = feeder.await??;
     ended?;
@@ -152,14 +142,7 @@ async fn two_shared_processes_stop_before_a_message_id() -> Result<()> {
         "at-least-once",
         &format!("'subscription-type' = 'Shared', 'source.stop.at-message-id' = '{cursor}'"),
     )?;
-    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
-    let mut children = [
-        spawn(&job, Some(&dir.path().join("state-a")), &logs[0]),
-        spawn(&job, Some(&dir.path().join("state-b")), &logs[1]),
-    ];
-    for (child, log) in children.iter_mut().zip(&logs) {
-        wait_success(child, log).await?;
-    }
+    TwoProcesses::spawn(&job, dir.path()).wait_success().await?;
     let counts = read_output(&broker, &output, 400).await?;
     assert_eq!(
         counts.keys().copied().collect::<Vec<_>>(),
@@ -187,11 +170,7 @@ async fn a_killed_shared_process_leaves_its_share_to_the_other() -> Result<()> {
         "at-least-once",
         "'subscription-type' = 'Shared', 'source.stop.at-message-id' = 'latest'",
     )?;
-    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
-    let mut children = [
-        spawn(&job, Some(&dir.path().join("state-a")), &logs[0]),
-        spawn(&job, Some(&dir.path().join("state-b")), &logs[1]),
-    ];
+    let TwoProcesses { mut children, logs } = TwoProcesses::spawn(&job, dir.path());
     tokio::time::sleep(Duration::from_secs(3)).await;
     anyhow::ensure!(
         children[0].try_wait()?.is_none(),

@@ -85,8 +85,6 @@ pub struct SplitReader {
     finished: bool,
     /// A bounded split read through a subscription that dispatches to several consumers.
     shared_end: Option<SharedEnd>,
-    /// The subscription's name.
-    subscription: String,
 }
 
 impl SplitReader {
@@ -238,7 +236,6 @@ impl SplitReader {
             end_check: None,
             finished: false,
             shared_end: None,
-            subscription: subscription.to_owned(),
         })
     }
 
@@ -281,7 +278,7 @@ impl SplitReader {
         })?;
         self.end = end;
         if self.end_check.is_some() && self.kind.dispatches_messages() && self.range.is_none() {
-            self.shared_end = Some(SharedEnd::new(&self.subscription));
+            self.shared_end = Some(SharedEnd::new(&self.consumer.subscription()));
         }
         if let Some(check) = &self.end_check {
             self.finished = check.is_empty()

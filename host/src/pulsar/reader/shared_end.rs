@@ -38,8 +38,8 @@ const PROBE_WAIT: Duration = Duration::from_secs(3);
 /// A shared reader's state of its split's end.
 #[derive(Debug)]
 pub(super) struct SharedEnd {
-    /// Entries beyond the end received since the last check (one id per entry), given back then.
-    held: Vec<MessageId>,
+    /// Entries beyond the end received since the last check (ledger, entry), given back then.
+    held: Vec<(u64, u64)>,
     /// Something up to the end arrived since the last check (the split is certainly not done).
     fresh: bool,
     next_check: Instant,
@@ -79,18 +79,7 @@ impl SharedEnd {
         if !beyond.is_empty() {
             let set: std::collections::HashSet<(u64, u64)> = beyond.iter().copied().collect();
             batch.retain(|m| !set.contains(&entry(m)));
-            for m in beyond {
-                let id = MessageId {
-                    ledger_id: m.0,
-                    entry_id: m.1,
-                    partition: -1,
-                    batch_index: -1,
-                    batch_size: -1,
-                };
-                if self.held.last() != Some(&id) {
-                    self.held.push(id);
-                }
-            }
+            self.held.extend(beyond);
         }
         if !batch.is_empty() {
             self.fresh = true;
@@ -155,10 +144,15 @@ impl SharedEnd {
             return;
         }
         tracing::debug!(split = %split.topic, entries = self.held.len(), "giving back entries beyond the stop cursor");
-        let partition = split.partition;
         let ids = std::mem::take(&mut self.held)
             .into_iter()
-            .map(|id| MessageId { partition, ..id })
+            .map(|(ledger_id, entry_id)| MessageId {
+                ledger_id,
+                entry_id,
+                partition: split.partition,
+                batch_index: -1,
+                batch_size: -1,
+            })
             .collect();
         consumer.negative_ack_many(ids);
     }
@@ -281,7 +275,7 @@ mod tests {
             .map(|m| (m.message_id.entry_id, m.message_id.batch_index))
             .collect();
         assert_eq!(kept, vec![(3, -1), (9, -1)]);
-        let held: Vec<_> = shared.held.iter().map(|id| id.entry_id).collect();
+        let held: Vec<_> = shared.held.iter().map(|(_, entry)| *entry).collect();
         assert_eq!(held, vec![12, 10], "one id per entry held");
         assert!(shared.is_parked() && shared.fresh);
         // Nothing beyond: handed out as it came, nothing held.

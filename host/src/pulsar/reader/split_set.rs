@@ -67,10 +67,6 @@ impl SplitSet {
         wait: Duration,
     ) -> Result<Option<(usize, Vec<IncomingMessage>)>> {
         let n = self.readers.len();
-        if !self.readers.iter().any(SplitReader::takes_messages) {
-            tokio::time::sleep(wait).await;
-            return Ok(None);
-        }
         // What is already buffered, without waiting, starting after the split served last.
         for k in 0..n {
             let i = (self.next + k) % n;
@@ -92,7 +88,8 @@ impl SplitSet {
             .map(|(i, r)| (i, Box::pin(r.next_batch(max, wait))))
             .unzip();
         if waits.is_empty() {
-            // The look above parked the last splits that took messages (entries beyond their end).
+            // Every split finished, or parked (entries beyond its end; the look above may have parked
+            // the last ones).
             tokio::time::sleep(wait).await;
             return Ok(None);
         }

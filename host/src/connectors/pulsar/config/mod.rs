@@ -533,11 +533,11 @@ pub const EXACTLY_ONCE_BATCH: (usize, usize) = (5_000, 1024 * 1024);
 fn writer_config(table: &str, o: &ResolvedOptions) -> Result<WriterConfig> {
     // The broker spends ~1.8 ms on each transactional entry, one after another: an exactly-once sink
     // whose table sets no batch size writes batches five times larger (BENCHMARKS.md, issue 52 §3).
-    let transactional = o.text(opt::SEMANTIC) == Some("exactly-once")
+    let larger = o.text(opt::SEMANTIC) == Some("exactly-once")
         && !o.is_written(opt::BATCH_MESSAGES)
         && !o.is_written(opt::BATCH_BYTES);
     let batching = o.bool(opt::BATCHING).unwrap_or_default().then(|| {
-        let (messages, bytes) = if transactional {
+        let (messages, bytes) = if larger {
             EXACTLY_ONCE_BATCH
         } else {
             (
