@@ -111,20 +111,28 @@ enum DocsCommand {
     Options,
 }
 
-/// Two malloc arenas instead of glibc's default of eight per core: every thread that allocates (tokio's
-/// workers, the decode and sink threads) would otherwise get an arena of its own, each holding freed
-/// memory it does not return — 3-5 MB of a json read's ~50 MB peak (docs/benchmarks-history.md, "Memory").
-fn limit_malloc_arenas() {
+/// glibc's allocator, set once before any other thread exists:
+/// - two malloc arenas instead of glibc's default of eight per core: every thread that allocates (tokio's
+///   workers, the decode and sink threads) would otherwise get an arena of its own, each holding freed
+///   memory it does not return — 3-5 MB of a json read's ~50 MB peak (docs/benchmarks-history.md, "Memory");
+/// - the top of the heap returned to the system only past 16 MiB free, and blocks below 4 MiB taken from the
+///   heap: glibc's default (128 KiB, adjusted as blocks come and go) gave the pages of a sink's batch
+///   buffers (1 MiB in exactly-once) back and faulted them in again, batch after batch — 25-45 thousand
+///   page faults and up to 0.2 s of system time per million rows, in some runs and not others, against
+///   ~6 000 faults with these settings (BENCHMARKS.md, "What exactly-once costs"). Peak RSS is unchanged.
+fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets a glibc allocator parameter; it runs first in main, before any other
-    // thread exists, and M_ARENA_MAX takes any positive value.
+    // SAFETY: mallopt only sets glibc allocator parameters; it runs first in main, before any other
+    // thread exists, and each parameter takes any positive value.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 16 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
     }
 }
 
 fn main() -> ExitCode {
-    limit_malloc_arenas();
+    tune_malloc();
     let cli = Cli::parse();
     // The SQL shell owns the terminal: only warnings and errors are logged there by default.
     init_tracing(if matches!(cli.command, Command::Sql { .. }) {
