@@ -15,7 +15,7 @@ use pulsar_connect_tests::jobs::RunningJob;
 use pulsar_connect_tests::{TestBroker, now_ms, unique_topic};
 
 /// How long a bounded job may take to end by itself.
-const END: Duration = Duration::from_secs(90);
+pub(crate) const END: Duration = Duration::from_secs(90);
 
 /// Ids the feeder sends while a job runs: none of them may be read.
 const FED: u64 = 1_000_000;
@@ -25,7 +25,7 @@ fn row(id: u64) -> Vec<u8> {
 }
 
 /// Sends `ids` to `topic` one by one; returns their message ids.
-async fn send(
+pub(crate) async fn send(
     client: &PulsarClient,
     topic: &str,
     ids: impl IntoIterator<Item = u64>,
@@ -82,7 +82,7 @@ impl Feeder {
     }
 }
 
-fn job(broker: &TestBroker, topic: &str, stop: &str) -> String {
+pub(crate) fn job(broker: &TestBroker, topic: &str, stop: &str) -> String {
     format!(
         "SET 'execution.checkpointing.interval' = '300ms';
         CREATE TABLE src (id BIGINT) WITH (
@@ -120,7 +120,7 @@ fn ids(rows: &[String]) -> (Vec<u64>, Vec<u64>) {
 }
 
 /// Every id of `want` once, nothing else.
-fn assert_exactly(rows: &[String], want: impl IntoIterator<Item = u64>) {
+pub(crate) fn assert_exactly(rows: &[String], want: impl IntoIterator<Item = u64>) {
     let (got, twice) = ids(rows);
     assert!(twice.is_empty(), "read twice: {twice:?}");
     let want: Vec<u64> = want.into_iter().collect();
@@ -156,7 +156,7 @@ async fn wait_reading(job: &RunningJob, splits: i64) {
     panic!("the job never read {splits} splits");
 }
 
-fn partitions(topic: &str, n: u32) -> Vec<String> {
+pub(crate) fn partitions(topic: &str, n: u32) -> Vec<String> {
     (0..n).map(|p| format!("{topic}-partition-{p}")).collect()
 }
 

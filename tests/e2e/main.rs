@@ -8,6 +8,7 @@
 
 mod big_rows;
 mod bounded;
+mod bounded_rerun;
 mod bounded_shared;
 mod changelog;
 mod exactly_once;

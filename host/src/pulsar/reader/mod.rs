@@ -10,6 +10,7 @@
 //! X" (inclusive start), earliest, latest (resolved to a concrete "after X" when the job starts, so a restart
 //! before the first message does not jump to a newer latest), or a publish timestamp.
 
+mod failover_end;
 mod position;
 mod shared_end;
 mod split_set;
@@ -26,6 +27,7 @@ use magnetar::proto::event::IncomingMessage;
 use magnetar::proto::pb::command_subscribe::InitialPosition;
 use magnetar::runtime_tokio::Consumer;
 
+use failover_end::FailoverEnd;
 pub use position::{SplitCheckpoint, StartPosition, compare_positions, resolve_latest, state_key};
 use position::{is_empty_marker, position_id};
 use shared_end::SharedEnd;
@@ -85,6 +87,8 @@ pub struct SplitReader {
     finished: bool,
     /// A bounded split read through a subscription that dispatches to several consumers.
     shared_end: Option<SharedEnd>,
+    /// A bounded split read through a Failover subscription.
+    failover_end: Option<FailoverEnd>,
 }
 
 impl SplitReader {
@@ -236,6 +240,7 @@ impl SplitReader {
             end_check: None,
             finished: false,
             shared_end: None,
+            failover_end: None,
         })
     }
 
@@ -280,6 +285,9 @@ impl SplitReader {
         if self.end_check.is_some() && self.kind.dispatches_messages() && self.range.is_none() {
             self.shared_end = Some(SharedEnd::new(&self.consumer.subscription()));
         }
+        if self.end_check.is_some() && self.kind == SubscriptionKind::Failover {
+            self.failover_end = Some(FailoverEnd::new());
+        }
         if let Some(check) = &self.end_check {
             self.finished = check.is_empty()
                 || match &self.start {
@@ -309,10 +317,14 @@ impl SplitReader {
     /// A bounded split read through a subscription that dispatches to several consumers: at most once
     /// a second, whether its messages up to the end were handed out by the consumers together and
     /// acknowledged (then it is finished); gives back the entries beyond the end that reached this
-    /// reader. Nothing to do for the other readers. A check that fails is tried again.
+    /// reader. Through a Failover subscription: whether it is acknowledged up to the end already
+    /// ([`failover_end`]). Nothing to do for the other readers. A check that fails is tried again.
     pub async fn check_end(&mut self, client: &PulsarClient) {
         if self.finished {
             return;
+        }
+        if self.failover_end.is_some() {
+            return self.check_failover_end().await;
         }
         let (Some(shared), Some(check)) = (&mut self.shared_end, &self.end_check) else {
             return;

@@ -104,27 +104,14 @@ impl SharedEnd {
         if std::mem::take(&mut self.fresh) {
             return Ok(false);
         }
-        let (last, mark) = consumer.last_and_mark_delete().await.with_context(|| {
-            format!(
-                "asking how far the subscription of {} is acknowledged",
-                split.topic
-            )
-        })?;
+        let (last, mark) = acknowledged_through(consumer, split).await?;
         let Some(mark) = mark else {
             return Ok(false);
         };
-        // The position of a whole entry of this split.
-        let mark = MessageId {
-            partition: split.partition,
-            batch_index: -1,
-            batch_size: -1,
-            ..mark
-        };
-        let ordered = |id: &MessageId| (id.ledger_id as i64, id.entry_id as i64);
-        // An entry id of -1 (nothing acknowledged in that ledger yet) comes as u64::MAX.
-        if ordered(&mark).1 >= 0 && end.done_after(&mark) {
+        if end.done_after(&mark) {
             return Ok(true);
         }
+        let ordered = |id: &MessageId| (id.ledger_id as i64, id.entry_id as i64);
         if ordered(&last) <= ordered(&mark) {
             // Nothing after the mark-delete position: everything there is, is acknowledged (an end
             // beyond the last message is the last message when the reader opened, covered above).
@@ -156,6 +143,30 @@ impl SharedEnd {
             .collect();
         consumer.negative_ack_many(ids);
     }
+}
+
+/// The split's last message id and its subscription's mark-delete position (the entry up to which
+/// everything is acknowledged, as the position of a whole entry of the split); `None` while nothing is
+/// acknowledged (an entry id of -1, which comes as `u64::MAX`).
+pub(super) async fn acknowledged_through(
+    consumer: &Consumer,
+    split: &Split,
+) -> Result<(MessageId, Option<MessageId>)> {
+    let (last, mark) = consumer.last_and_mark_delete().await.with_context(|| {
+        format!(
+            "asking how far the subscription of {} is acknowledged",
+            split.topic
+        )
+    })?;
+    let mark = mark
+        .filter(|m| (m.entry_id as i64) >= 0)
+        .map(|m| MessageId {
+            partition: split.partition,
+            batch_index: -1,
+            batch_size: -1,
+            ..m
+        });
+    Ok((last, mark))
 }
 
 /// The last member of the first entry after `mark` (its last member: a batch is beyond the end when any
