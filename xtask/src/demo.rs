@@ -1,7 +1,7 @@
 //! `cargo xtask demo`: the vendor seed job end to end against a real broker.
 //!
-//! 1. builds the plugins and the `pulsar-connect` binary;
-//! 2. uses `PULSAR_SERVICE_URL` / `PULSAR_ADMIN_URL` (+ `PULSAR_TOKEN`) when given, else starts the local
+//! 1. builds the plugins, then the `pulsar-connect` binary, while
+//! 2. it uses `PULSAR_SERVICE_URL` / `PULSAR_ADMIN_URL` (+ `PULSAR_TOKEN`) when given, else starts the local
 //!    broker with token authentication (the seed authenticates with a token);
 //! 3. runs `examples/vendor-seed.sql` (pulsar → print, `latest`) with only the URLs and the token filled
 //!    in, waits until it reads, runs `examples/vendor-seed-produce.sql` (the seed's sink table, a few
@@ -142,36 +142,52 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
     let root = paths::workspace_root();
     let mut stages = Stages {
         started: Instant::now(),
-        total: 5,
+        total: 4,
         n: 0,
     };
     stages.next("the format and router plugins (wasm components)");
     build_plugins::run(build_plugins::Args::default())?;
-    stages.next(
-        "the pulsar-connect binary (the first build compiles ~600 crates: about 25 min on an idle 2-core machine; cargo prints each one)",
-    );
-    let built = cargo()
-        .current_dir(&root)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "pulsar-connect",
-            "--bin",
-            "pulsar-connect",
-        ])
-        .status()
-        .context("building pulsar-connect")?;
-    if !built.success() {
-        bail!("building pulsar-connect failed ({built})");
-    }
-    let bin = paths::target_dir().join("release/pulsar-connect");
     stages.next(if std::env::var_os("PULSAR_SERVICE_URL").is_some() {
-        "the broker given by PULSAR_SERVICE_URL"
+        "the pulsar-connect binary (the first build compiles ~600 crates, cargo prints each one)"
     } else {
-        "a local Apache Pulsar with token authentication (the first start downloads it from Maven Central, ~280 MB)"
+        "the pulsar-connect binary (the first build compiles ~600 crates, cargo prints each one) and, alongside it, a local Apache Pulsar with token authentication (the first start downloads it from Maven Central, ~280 MB)"
     });
-    let t = target()?;
+    // The broker's download and start-up overlap the build (they wait on the network and the JVM
+    // while the compiler has the cores).
+    let (built, t) = std::thread::scope(|s| {
+        let broker = s.spawn(target);
+        let built = cargo()
+            .current_dir(&root)
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "pulsar-connect",
+                "--bin",
+                "pulsar-connect",
+            ])
+            .status()
+            .context("building pulsar-connect");
+        let t = broker
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("starting the broker panicked")));
+        (built, t)
+    });
+    let built = match built {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(anyhow::anyhow!("building pulsar-connect failed ({status})")),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = built {
+        if let Ok(t) = &t
+            && t.started
+        {
+            broker::stop(Profile::Token)?;
+        }
+        return Err(e);
+    }
+    let t = t?;
+    let bin = paths::target_dir().join("release/pulsar-connect");
     let dir = root.join("target/demo");
     fs::create_dir_all(&dir)?;
     let consume = dir.join("vendor-seed.sql");
