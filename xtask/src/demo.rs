@@ -173,16 +173,19 @@ pub fn run(cargo: impl Fn() -> Command) -> Result<ExitCode> {
             .unwrap_or_else(|_| Err(anyhow::anyhow!("starting the broker panicked")));
         (built, t)
     });
-    let built = match built {
-        Ok(status) if status.success() => Ok(()),
-        Ok(status) => Err(anyhow::anyhow!("building pulsar-connect failed ({status})")),
-        Err(e) => Err(e),
-    };
-    if let Err(e) = built {
+    if let Err(e) = built.and_then(|status| {
+        anyhow::ensure!(
+            status.success(),
+            "building pulsar-connect failed ({status})"
+        );
+        Ok(())
+    }) {
+        // The build's error is the one to report; the broker it started is stopped on a best effort.
         if let Ok(t) = &t
             && t.started
+            && let Err(stop) = broker::stop(Profile::Token)
         {
-            broker::stop(Profile::Token)?;
+            eprintln!("stopping the broker after the failed build: {stop:#}");
         }
         return Err(e);
     }

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use magnetar::runtime_tokio::Consumer;
 
-use super::SplitReader;
 use super::shared_end::{CHECK_EVERY, acknowledged_through};
 use super::stop::EndCheck;
 use crate::pulsar::topics::Split;
@@ -45,32 +44,5 @@ impl FailoverEnd {
         self.next_check = now + CHECK_EVERY;
         let (_, mark) = acknowledged_through(consumer, split).await?;
         Ok(mark.is_some_and(|mark| end.done_after(&mark)))
-    }
-}
-
-impl SplitReader {
-    /// [`SplitReader::check_end`] of a bounded split read through a Failover subscription, by its active
-    /// reader.
-    pub(super) async fn check_failover_end(&mut self) {
-        let (Some(failover), Some(check)) = (&mut self.failover_end, &self.end_check) else {
-            return;
-        };
-        if self.consumer.is_active() != Some(true) {
-            return;
-        }
-        let idle = self.last_received.elapsed();
-        match failover
-            .check(&self.consumer, &self.split, check, idle)
-            .await
-        {
-            Ok(true) => {
-                self.finished = true;
-                tracing::info!(split = %self.split.topic, "the subscription is acknowledged up to the stop cursor already: the split ends");
-            }
-            Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(split = %self.split.topic, "could not tell whether the split is read up to its end: {e:#}");
-            }
-        }
     }
 }

@@ -314,39 +314,6 @@ impl SplitReader {
         !self.finished && !self.shared_end.as_ref().is_some_and(SharedEnd::is_parked)
     }
 
-    /// A bounded split read through a subscription that dispatches to several consumers: at most once
-    /// a second, whether its messages up to the end were handed out by the consumers together and
-    /// acknowledged (then it is finished); gives back the entries beyond the end that reached this
-    /// reader. Through a Failover subscription: whether it is acknowledged up to the end already
-    /// ([`failover_end`]). Nothing to do for the other readers. A check that fails is tried again.
-    pub async fn check_end(&mut self, client: &PulsarClient) {
-        if self.finished {
-            return;
-        }
-        if self.failover_end.is_some() {
-            return self.check_failover_end().await;
-        }
-        let (Some(shared), Some(check)) = (&mut self.shared_end, &self.end_check) else {
-            return;
-        };
-        let done = match shared
-            .check(client, &self.split, &self.consumer, check)
-            .await
-        {
-            Ok(done) => done,
-            Err(e) => {
-                // Asked again a second later; the consumer's own errors surface where it receives.
-                tracing::warn!(split = %self.split.topic, "could not tell whether the split is read up to its end: {e:#}");
-                false
-            }
-        };
-        if done {
-            shared.release(&self.consumer, &self.split);
-            self.finished = true;
-            tracing::info!(split = %self.split.topic, "every message up to the stop cursor was read and acknowledged by the subscription's consumers: the split ends");
-        }
-    }
-
     /// Hands out whole entries only: the members of a batch that has not been received completely are held
     /// back until it has, so every position handed out is the end of an entry and a cumulative ack
     /// through it covers exactly what was handed out (the source's acknowledgements inside a transaction).

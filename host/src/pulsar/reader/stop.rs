@@ -1,6 +1,8 @@
 //! Where reading a split ends (`source.stop.*`): the table's stop cursor, resolved per split when its
 //! reader opens into a [`SplitEnd`] that checkpoints keep (a restart does not move it), and the check of
-//! each message against it.
+//! each message against it; and [`SplitReader::check_end`](super::SplitReader::check_end), which ends a
+//! split whose end no message of its own shows (a subscription shared with other consumers,
+//! `shared_end`; a Failover one acknowledged up to the end already, `failover_end`).
 //!
 //! Message ids are compared as the Java client compares them: ledger, entry, partition, then batch index
 //! (`-1`, a message outside a batch or an id written without one, before every member of a batch).
@@ -12,8 +14,8 @@
 
 use std::cmp::Ordering;
 
-use magnetar::MessageId;
 use magnetar::proto::event::IncomingMessage;
+use magnetar::{MessageId, PulsarClient};
 use serde::{Deserialize, Serialize};
 
 use crate::pulsar::message_id::{MessageIdParseError, format_message_id, parse_message_id};
@@ -213,6 +215,57 @@ impl EndCheck {
 /// Whether `id` is the last message of its entry (outside a batch, or a batch's last member).
 fn ends_entry(id: &MessageId) -> bool {
     id.batch_index < 0 || id.batch_index + 1 >= id.batch_size
+}
+
+impl super::SplitReader {
+    /// A bounded split read through a subscription that dispatches to several consumers: at most once
+    /// a second, whether its messages up to the end were handed out by the consumers together and
+    /// acknowledged (then it is finished); gives back the entries beyond the end that reached this
+    /// reader. Through a Failover subscription: whether it is acknowledged up to the end already
+    /// ([`super::failover_end`]). Nothing to do for the other readers. A check that fails is tried again.
+    pub async fn check_end(&mut self, client: &PulsarClient) {
+        if self.finished {
+            return;
+        }
+        let Some(check) = &self.end_check else {
+            return;
+        };
+        let (done, why) = if let Some(failover) = &mut self.failover_end {
+            if self.consumer.is_active() != Some(true) {
+                return;
+            }
+            let idle = self.last_received.elapsed();
+            (
+                failover
+                    .check(&self.consumer, &self.split, check, idle)
+                    .await,
+                "the subscription is acknowledged up to the stop cursor already",
+            )
+        } else if let Some(shared) = &mut self.shared_end {
+            (
+                shared
+                    .check(client, &self.split, &self.consumer, check)
+                    .await,
+                "every message up to the stop cursor was read and acknowledged by the subscription's consumers",
+            )
+        } else {
+            return;
+        };
+        match done {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                // Asked again a second later; the consumer's own errors surface where it receives.
+                tracing::warn!(split = %self.split.topic, "could not tell whether the split is read up to its end: {e:#}");
+                return;
+            }
+        }
+        if let Some(shared) = &mut self.shared_end {
+            shared.release(&self.consumer, &self.split);
+        }
+        self.finished = true;
+        tracing::info!(split = %self.split.topic, "{why}: the split ends");
+    }
 }
 
 #[cfg(test)]
